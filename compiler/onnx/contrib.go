@@ -1,7 +1,6 @@
 package onnx
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,7 +11,7 @@ import (
 )
 
 // ONNX Runtime's fused com.microsoft ops, as its transformer optimizer
-// writes them into BERT-family models (optimum's model_O1.onnx to
+// writes them into BERT-family models (optimum's model_O2.onnx and
 // model_O3.onnx, or a session's optimized_model_filepath), are expanded
 // here into the default-domain ops the exporters write for the same
 // computation, through compiler/blocks: the fusion passes then find the
@@ -35,17 +34,16 @@ const contribDomain = "com.microsoft"
 
 // contribExpanders are the com.microsoft ops sqc reads, by op type.
 var contribExpanders = map[string]func(e *contribExpander, n *compiler.Node) error{
-	"FusedMatMul":                  (*contribExpander).fusedMatMul,
-	"FusedGemm":                    (*contribExpander).fusedGemm,
-	"Gelu":                         (*contribExpander).gelu,
-	"BiasGelu":                     (*contribExpander).gelu,
-	"FastGelu":                     (*contribExpander).fastGelu,
-	"QuickGelu":                    (*contribExpander).quickGelu,
-	"SkipLayerNormalization":       (*contribExpander).skipLayerNorm,
-	"EmbedLayerNormalization":      (*contribExpander).embedLayerNorm,
-	"Attention":                    (*contribExpander).attention,
-	"LayerNormalization":           (*contribExpander).layerNorm,
-	"SimplifiedLayerNormalization": nil, // RMSNorm: not a BERT-family op; listed to be refused by name
+	"FusedMatMul":             (*contribExpander).fusedMatMul,
+	"FusedGemm":               (*contribExpander).fusedGemm,
+	"Gelu":                    (*contribExpander).gelu,
+	"BiasGelu":                (*contribExpander).gelu,
+	"FastGelu":                (*contribExpander).fastGelu,
+	"QuickGelu":               (*contribExpander).quickGelu,
+	"SkipLayerNormalization":  (*contribExpander).skipLayerNorm,
+	"EmbedLayerNormalization": (*contribExpander).embedLayerNorm,
+	"Attention":               (*contribExpander).attention,
+	"LayerNormalization":      (*contribExpander).layerNorm,
 }
 
 // isContribOp reports whether sqc expands op of domain com.microsoft.
@@ -68,8 +66,9 @@ type contribExpander struct {
 	outputs  map[string]bool // graph outputs
 }
 
-// errContrib wraps what is wrong with a com.microsoft node.
-var errContrib = errors.New("unsupported use of an ONNX Runtime op")
+// errContrib wraps what is wrong with a com.microsoft node: a use of it
+// the expansion does not compute (ErrUnsupportedFeature).
+var errContrib = fmt.Errorf("%w: ONNX Runtime op", ErrUnsupportedFeature)
 
 // expandContrib replaces every com.microsoft node of g (in topological
 // order) by its default-domain expansion, keeping the node's place and
@@ -177,7 +176,7 @@ func (e *contribExpander) rank(name string) int {
 		case n.Op == "Transpose" && n.Attrs["perm"].Kind == compiler.AttrInts:
 			return len(n.Attrs["perm"].Ints)
 		case n.Op == "Reshape":
-			if t, ok := e.g.Initializers[input(n, 1)]; ok && len(t.Shape) == 1 {
+			if t := e.constant(input(n, 1)); t != nil && len(t.Shape) == 1 {
 				return int(t.Shape[0])
 			}
 			return -1
@@ -189,6 +188,18 @@ func (e *contribExpander) rank(name string) int {
 		}
 	}
 	return -1
+}
+
+// constant is the value of name when the file gives it: an initializer or
+// a Constant node's value; nil otherwise.
+func (e *contribExpander) constant(name string) *compiler.Tensor {
+	if t, ok := e.g.Initializers[name]; ok {
+		return t
+	}
+	if n := e.producer[name]; n != nil && n.Op == "Constant" {
+		return n.Attrs["value"].Tensor
+	}
+	return nil
 }
 
 // swapLast transposes the last two axes of x, whose rank must be known.
@@ -309,7 +320,7 @@ const (
 	embedLayerNormEpsilon = 1e-12
 )
 
-// layerNorm emits LayerNormalization over the last axis of x; a missing
+// layerNormOf emits LayerNormalization over the last axis of x; a missing
 // beta becomes zeros as wide as gamma.
 func (e *contribExpander) layerNormOf(n *compiler.Node, x, gamma, beta string, epsilon float32) (string, error) {
 	if beta == "" {
@@ -590,7 +601,7 @@ func (e *contribExpander) maskBehindCount(count string) (string, bool) {
 		return input(p, 7), input(p, 7) != ""
 	case p.Op == "ReduceSum" && p.AttrInt("keepdims", 1) == 0 && e.rank(p.Inputs[0]) == 2:
 		axes := p.Attrs["axes"].Ints
-		if t, ok := e.g.Initializers[input(p, 1)]; ok && t.DType == compiler.Int64 {
+		if t := e.constant(input(p, 1)); t != nil && t.DType == compiler.Int64 {
 			axes = t.I64
 		}
 		if len(axes) == 1 && (axes[0] == 1 || axes[0] == -1) {

@@ -380,3 +380,43 @@ func TestContribRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestContribRankFromReshape: transA on an input whose rank only a Reshape
+// to a Constant shape states (no value_info) transposes its last two axes.
+func TestContribRankFromReshape(t *testing.T) {
+	m := oneContribOp("FusedMatMul", []int64{2, 3, 5}, intAttr("transA", 1))
+	m.Graph.Input[0] = tensorInfo("a", onnxpb.TensorProto_FLOAT)
+	m.Graph.Input[0].Type.GetTensorType().Shape = nil
+	m.Graph.Node[0].Input[0] = "a3"
+	m.Graph.Node = append([]*onnxpb.NodeProto{
+		node("Constant", "shape", nil, []string{"shape"}, tensorAttr("value", i64Typed("", []int64{3}, 2, 3, 4))),
+		node("Reshape", "reshape", []string{"a", "shape"}, []string{"a3"}),
+	}, m.Graph.Node...)
+	g, err := Decode(marshal(t, m), "reshaped.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := compiler.NewTensor(compiler.Float32, 24), compiler.NewTensor(compiler.Float32, 2, 3, 5)
+	for i := range a.F32 {
+		a.F32[i] = float32(i)
+	}
+	for i := range b.F32 {
+		b.F32[i] = float32(i % 3)
+	}
+	out, err := interp.Run(g, map[string]*compiler.Tensor{"a": a, "b": b}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := out["y"]
+	if !slices.Equal(y.Shape, []int64{2, 4, 5}) {
+		t.Fatalf("shape %v, want [2 4 5] (Aᵀ·B per batch)", y.Shape)
+	}
+	// y[n, i, j] = sum_k a[n, k, i] · b[n, k, j]
+	var want float32
+	for k := range 3 {
+		want += a.F32[1*12+k*4+2] * b.F32[1*15+k*5+4]
+	}
+	if got := y.F32[1*20+2*5+4]; got != want {
+		t.Errorf("y[1,2,4] = %g, want %g", got, want)
+	}
+}
