@@ -36,9 +36,9 @@ const contribDomain = "com.microsoft"
 var contribExpanders = map[string]func(e *contribExpander, n *compiler.Node) error{
 	"FusedMatMul":             (*contribExpander).fusedMatMul,
 	"FusedGemm":               (*contribExpander).fusedGemm,
-	"Gelu":                    (*contribExpander).gelu,
-	"BiasGelu":                (*contribExpander).gelu,
-	"FastGelu":                (*contribExpander).fastGelu,
+	"Gelu":                    geluOf((*blocks.Builder).GeluErf),
+	"BiasGelu":                geluOf((*blocks.Builder).GeluErf),
+	"FastGelu":                geluOf((*blocks.Builder).GeluTanh),
 	"QuickGelu":               (*contribExpander).quickGelu,
 	"SkipLayerNormalization":  (*contribExpander).skipLayerNorm,
 	"EmbedLayerNormalization": (*contribExpander).embedLayerNorm,
@@ -269,24 +269,17 @@ func (e *contribExpander) fusedGemm(n *compiler.Node) error {
 	return nil
 }
 
-// gelu: Gelu(X) and BiasGelu(A, B) = Gelu(A + B), GELU's erf form.
-func (e *contribExpander) gelu(n *compiler.Node) error {
-	x, err := e.biased(n)
-	if err != nil {
-		return err
+// geluOf expands Gelu(X), BiasGelu(A, B) = Gelu(A + B) (form: GELU's erf
+// form) and FastGelu(X[, bias]) (its tanh form).
+func geluOf(form func(b *blocks.Builder, x, scope string) string) func(*contribExpander, *compiler.Node) error {
+	return func(e *contribExpander, n *compiler.Node) error {
+		x, err := e.biased(n)
+		if err != nil {
+			return err
+		}
+		e.finish(n, form(&e.b, x, scope(n)))
+		return nil
 	}
-	e.finish(n, e.b.GeluErf(x, scope(n)))
-	return nil
-}
-
-// fastGelu: FastGelu(X[, bias]), GELU's tanh form of X (+ bias).
-func (e *contribExpander) fastGelu(n *compiler.Node) error {
-	x, err := e.biased(n)
-	if err != nil {
-		return err
-	}
-	e.finish(n, e.b.GeluTanh(x, scope(n)))
-	return nil
 }
 
 // quickGelu: X · sigmoid(alpha · X), alpha 1.702 by default.
