@@ -108,18 +108,18 @@ func TestUnsupportedOpsAllReported(t *testing.T) {
 	m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String("com.microsoft"), Version: proto.Int64(1)})
 	m.Graph.Node = append(m.Graph.Node,
 		node("LSTM", "rnn", []string{"y"}, []string{"r"}),
-		&onnxpb.NodeProto{OpType: proto.String("MultiHeadAttention"), Domain: proto.String("com.microsoft"), Name: proto.String("attn"), Input: []string{"y"}, Output: []string{"a"}},
+		&onnxpb.NodeProto{OpType: proto.String("GroupQueryAttention"), Domain: proto.String("com.microsoft"), Name: proto.String("attn"), Input: []string{"y"}, Output: []string{"a"}},
 		node("FancyOp", "", []string{"y"}, []string{"f"}),
 	)
 	_, err := Decode(marshal(t, m), "ops.onnx")
 	wantBad(t, err, compiler.ErrUnsupportedOp, "ops.onnx",
-		"LSTM (opset 14) in node rnn", "com.microsoft.MultiHeadAttention (opset 1) in node attn", "FancyOp (opset 14) in node #7",
+		"LSTM (opset 14) in node rnn", "com.microsoft.GroupQueryAttention (opset 1) in node attn", "FancyOp (opset 14) in node #7",
 		"made by its transformer optimizer", "sqc reads those of its BERT fusions (Attention, BiasGelu,")
 	var list *UnsupportedOpsError
 	if !errors.As(err, &list) || len(list.Nodes) != 3 {
 		t.Fatalf("want an UnsupportedOpsError listing 3 nodes, got %v", err)
 	}
-	if list.Nodes[1] != (UnsupportedNode{Node: "attn", Op: "MultiHeadAttention", Domain: "com.microsoft", Opset: 1}) {
+	if list.Nodes[1] != (UnsupportedNode{Node: "attn", Op: "GroupQueryAttention", Domain: "com.microsoft", Opset: 1}) {
 		t.Errorf("node 1 = %+v", list.Nodes[1])
 	}
 }

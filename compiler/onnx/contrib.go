@@ -43,6 +43,7 @@ var contribExpanders = map[string]func(e *contribExpander, n *compiler.Node) err
 	"SkipLayerNormalization":  (*contribExpander).skipLayerNorm,
 	"EmbedLayerNormalization": (*contribExpander).embedLayerNorm,
 	"Attention":               (*contribExpander).attention,
+	"MultiHeadAttention":      (*contribExpander).multiHeadAttention,
 	"LayerNormalization":      (*contribExpander).layerNorm,
 }
 
@@ -180,8 +181,19 @@ func (e *contribExpander) rank(name string) int {
 				return int(t.Shape[0])
 			}
 			return -1
-		case slices.Contains([]string{"Cast", "Add", "Sub", "Mul", "Div", "Softmax", "Relu", "Tanh", "Erf", "Sigmoid", "Identity", "LayerNormalization"}, n.Op),
-			n.Op == contribOp("SkipLayerNormalization"), n.Op == contribOp("BiasGelu"), n.Op == contribOp("FastGelu"), n.Op == contribOp("Gelu"):
+		case n.Op == "MatMul":
+			// [.., m, k]·[k, n] keeps the rank of its first operand.
+			if w := e.constant(input(n, 1)); w == nil || len(w.Shape) != 2 {
+				return -1
+			}
+			name = input(n, 0)
+		case n.Op == contribOp("EmbedLayerNormalization") && n.Outputs[0] == name:
+			// [batch, seq] ids give [batch, seq, hidden] embeddings.
+			if r := e.rank(input(n, 0)); r >= 0 {
+				return r + 1
+			}
+			return -1
+		case slices.Contains(rankKeepingOps, n.Op) && n.Outputs[0] == name:
 			name = input(n, 0)
 		default:
 			return -1
@@ -201,6 +213,12 @@ func (e *contribExpander) constant(name string) *compiler.Tensor {
 	}
 	return nil
 }
+
+// rankKeepingOps give an output 0 of their input 0's rank (the contrib ops
+// among them as they read before expansion).
+var rankKeepingOps = []string{"Cast", "Add", "Sub", "Mul", "Div", "Softmax", "Relu", "Tanh", "Erf", "Sigmoid", "Identity", "LayerNormalization",
+	contribOp("SkipLayerNormalization"), contribOp("LayerNormalization"), contribOp("BiasGelu"), contribOp("FastGelu"), contribOp("Gelu"),
+	contribOp("QuickGelu"), contribOp("Attention"), contribOp("MultiHeadAttention")}
 
 // swapLast transposes the last two axes of x, whose rank must be known.
 func (e *contribExpander) swapLast(n *compiler.Node, x, which string) (string, error) {
@@ -494,17 +512,12 @@ func (e *contribExpander) attention(n *compiler.Node) error {
 	if n.AttrInt("unidirectional", 0) != 0 || n.AttrInt("do_rotary", 0) != 0 {
 		return fmt.Errorf("%w: unidirectional or rotary attention (sqc compiles encoders)", errContrib)
 	}
-	for i, what := range map[int]string{4: "past", 5: "attention_bias", 6: "past_sequence_length"} {
-		if input(n, i) != "" {
-			return fmt.Errorf("%w: input %d (%s) is given; sqc compiles encoders without it", errContrib, i, what)
-		}
-	}
-	if err := e.refuseOutputs(n, 1, "present key/value"); err != nil {
+	if err := e.refuseDecoding(n, 4, "past", "attention_bias", "past_sequence_length"); err != nil {
 		return err
 	}
 	heads := int(n.AttrInt("num_heads", 0))
-	w, ok := e.g.Initializers[n.Inputs[1]]
-	if heads <= 0 || !ok || len(w.Shape) != 2 || w.DType != compiler.Float32 {
+	w := e.constant(n.Inputs[1])
+	if heads <= 0 || w == nil || len(w.Shape) != 2 || w.DType != compiler.Float32 {
 		return fmt.Errorf("%w: needs num_heads > 0 and weights as a float32 [in, 3·hidden] initializer", errContrib)
 	}
 	in, total := w.Shape[0], w.Shape[1]
@@ -519,8 +532,8 @@ func (e *contribExpander) attention(n *compiler.Node) error {
 	headSize := int(hidden) / heads
 	var bias *compiler.Tensor
 	if name := input(n, 2); name != "" {
-		bias, ok = e.g.Initializers[name]
-		if !ok || bias.DType != compiler.Float32 || len(bias.F32) != int(total) {
+		bias = e.constant(name)
+		if bias == nil || bias.DType != compiler.Float32 || len(bias.F32) != int(total) {
 			return fmt.Errorf("%w: bias must be a float32 [%d] initializer", errContrib, total)
 		}
 	}
@@ -543,27 +556,116 @@ func (e *contribExpander) attention(n *compiler.Node) error {
 		}
 		proj[p] = y
 	}
-	maskBias, err := e.attentionMask(n)
+	return e.attend(n, proj, input(n, 3), heads, headSize)
+}
+
+// refuseDecoding fails if n has any of the decoder inputs named, from
+// index first on, or reads its outputs after the first (the key/value
+// cache).
+func (e *contribExpander) refuseDecoding(n *compiler.Node, first int, names ...string) error {
+	for i, what := range names {
+		if input(n, first+i) != "" {
+			return fmt.Errorf("%w: input %d (%s) is given; sqc compiles encoders without it", errContrib, first+i, what)
+		}
+	}
+	return e.refuseOutputs(n, 1, "present key/value")
+}
+
+// attend finishes an attention node on its projected q, k and v: the
+// mask bias of mask (attentionMask), the node's scale (1/√headSize
+// unless its scale attribute says otherwise) and eager attention.
+func (e *contribExpander) attend(n *compiler.Node, qkv [3]string, mask string, heads, headSize int) error {
+	maskBias, err := e.attentionMask(n, mask)
 	if err != nil {
 		return err
 	}
+	s := scope(n)
 	divisor := e.b.HeadDivisor(headSize)
 	scaleOp := "Div"
 	if a, ok := n.Attrs["scale"]; ok && a.Float != 0 {
 		divisor, scaleOp = e.b.Scalar(s+"/scale_value", a.Float), "Mul"
 	}
-	e.finish(n, e.b.SelfAttention(s, proj[0], proj[1], proj[2], scaleOp, divisor, maskBias, heads, headSize))
+	e.finish(n, e.b.SelfAttention(s, qkv[0], qkv[1], qkv[2], scaleOp, divisor, maskBias, heads, headSize))
 	return nil
 }
 
-// attentionMask is the additive mask bias of an Attention node's
-// mask_index (input 3), "" for none. A 1-D mask_index (keys from the
+// multiHeadAttention: MultiHeadAttention(query, key, value[, bias[,
+// key_padding_mask]]) {num_heads[, scale, mask_filter_value]}, the
+// optimizer's opt-in form of BERT attention: q, k, v the projections
+// without their biases ([batch, seq, hidden] each), bias their three
+// biases end to end, softmax(Q·Kᵀ·scale + mask)·V per head. The packed
+// forms (query [batch, seq, heads, 3, head], key [batch, seq, heads, 2,
+// head]) and the key/value cache are refused.
+func (e *contribExpander) multiHeadAttention(n *compiler.Node) error {
+	if err := need(n, 0, 1, 2); err != nil {
+		return err
+	}
+	if n.AttrInt("unidirectional", 0) != 0 {
+		return fmt.Errorf("%w: unidirectional attention (sqc compiles encoders)", errContrib)
+	}
+	if err := e.refuseDecoding(n, 5, "attention_bias", "past_key", "past_value", "past_sequence_length", "cache_indirection"); err != nil {
+		return err
+	}
+	heads := int(n.AttrInt("num_heads", 0))
+	if heads <= 0 {
+		return fmt.Errorf("%w: needs num_heads > 0", errContrib)
+	}
+	for _, x := range n.Inputs[:3] {
+		if r := e.rank(x); r != 3 {
+			return fmt.Errorf("%w: query, key and value must be [batch, seq, hidden] each (%s: rank %s)", errContrib, x, rankText(r))
+		}
+	}
+	qkv := [3]string(n.Inputs[:3])
+	width := int64(-1)
+	if name := input(n, 3); name != "" {
+		bias := e.constant(name)
+		if bias == nil || bias.DType != compiler.Float32 || len(bias.Shape) != 1 || bias.Shape[0]%3 != 0 {
+			return fmt.Errorf("%w: bias must be a float32 [3·hidden] constant", errContrib)
+		}
+		width = bias.Shape[0] / 3
+		s := scope(n)
+		for p, part := range []string{"query", "key", "value"} {
+			bt := compiler.NewTensor(compiler.Float32, width)
+			copy(bt.F32, bias.F32[int64(p)*width:int64(p+1)*width])
+			bName := e.b.Fresh(s + "." + part + ".bias")
+			e.g.Initializers[bName] = bt
+			qkv[p] = e.b.Op("Add", s+"."+part+"/Add", qkv[p], bName)
+		}
+	}
+	headSize, err := e.headSize(qkv[0], width, heads)
+	if err != nil {
+		return err
+	}
+	return e.attend(n, qkv, input(n, 4), heads, headSize)
+}
+
+// headSize is the width of one head of q: width/heads where the bias gave
+// the width (> 0), else from q's declared last dimension or the weight of
+// the MatMul that made it.
+func (e *contribExpander) headSize(q string, width int64, heads int) (int, error) {
+	if width <= 0 {
+		if v := e.g.Values[q]; v != nil && len(v.Shape) == 3 && v.Shape[2].Known() {
+			width = v.Shape[2].Size
+		} else if p := e.producer[q]; p != nil && p.Op == "MatMul" {
+			if w := e.constant(input(p, 1)); w != nil && len(w.Shape) == 2 {
+				width = w.Shape[1]
+			}
+		}
+	}
+	if width <= 0 || width%int64(heads) != 0 {
+		return 0, fmt.Errorf("%w: the query width (%d; from the bias, value_info or the projection's weight) must be known and divisible by %d heads", errContrib, width, heads)
+	}
+	return int(width) / heads, nil
+}
+
+// attentionMask is the additive mask bias of an attention node's mask
+// (Attention's mask_index, MultiHeadAttention's key_padding_mask), "" for
+// none. A 1-D mask_index (keys from the
 // count on are masked) must be the count of ones of a [batch, keys] mask,
 // as the optimizer writes it (ReduceSum over axis 1 of the cast mask, or
 // EmbedLayerNormalization's output 1): for the right-padded masks
 // tokenizers give that is the mask itself, which the expansion then reads.
-func (e *contribExpander) attentionMask(n *compiler.Node) (string, error) {
-	mask := input(n, 3)
+func (e *contribExpander) attentionMask(n *compiler.Node, mask string) (string, error) {
 	if mask == "" {
 		return "", nil
 	}

@@ -28,7 +28,8 @@ import (
 // the optimizer writes: EmbedLayerNormalization's mask_index (layer 0),
 // ReduceSum of the cast mask (1), the raw int32 mask with
 // mask_filter_value given (2) and with the default one (3): -10000 both,
-// so that the layers share one mask as in the torch export. Layer 1's
+// so that the layers share one mask as in the torch export. Layer 3 is
+// MultiHeadAttention on separate projections, the optimizer's opt-in form. Layer 1's
 // SkipLayerNormalization takes the residual as input and the projection as
 // skip, the other layers the reverse.
 func contribBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto {
@@ -106,8 +107,18 @@ func contribBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelP
 		if l == 1 {
 			skipIn = []string{x, s("attn_out")}
 		}
+		if l == 3 {
+			// The optimizer's opt-in form: the projections as MatMuls and
+			// MultiHeadAttention with their biases and the raw mask.
+			for _, part := range []string{"query", "key", "value"} {
+				nodes = append(nodes, node("MatMul", s(part), []string{x, add(s(part+"_weight"), transposed(p+".attention.self."+part+".weight"))}, []string{s(part)}))
+			}
+			nodes = append(nodes, ms("MultiHeadAttention", s("MultiHeadAttention"), []string{s("query"), s("key"), s("value"), add(s("qkv_bias"), bias), mask},
+				[]string{s("context")}, intAttr("num_heads", int64(cfg.NumHeads))))
+		} else {
+			nodes = append(nodes, ms("Attention", s("Attention"), []string{x, add(s("qkv_weight"), qkv), add(s("qkv_bias"), bias), mask}, []string{s("context")}, attn...))
+		}
 		nodes = append(nodes,
-			ms("Attention", s("Attention"), []string{x, add(s("qkv_weight"), qkv), add(s("qkv_bias"), bias), mask}, []string{s("context")}, attn...),
 			node("MatMul", s("attn_out"), []string{s("context"), add(s("attn_out_weight"), transposed(p+".attention.output.dense.weight"))}, []string{s("attn_out")}),
 			ms("SkipLayerNormalization", s("SkipLN1"), append(skipIn, g1, b1, param(p+".attention.output.dense.bias")), []string{s("x1")}, eps),
 			node("MatMul", s("up"), []string{s("x1"), add(s("up_weight"), transposed(p+".intermediate.dense.weight"))}, []string{s("up")}),
@@ -358,11 +369,14 @@ func TestContribRefused(t *testing.T) {
 	skipStats.Graph.Node[0].Output = []string{"y", "mean"}
 	skipStats.Graph.Initializer = []*onnxpb.TensorProto{f32Raw("gamma", []int64{4}, 1, 1, 1, 1)}
 	skipStats.Graph.Output = append(skipStats.Graph.Output, tensorInfo("mean", onnxpb.TensorProto_FLOAT))
+	withPast := oneContribOp("MultiHeadAttention", []int64{2, 3, 4}, intAttr("num_heads", 2))
+	withPast.Graph.Node[0].Input = []string{"a", "b", "b", "", "", "", "b"}
 	for _, tc := range []struct {
 		name string
 		m    *onnxpb.ModelProto
 		want []string
 	}{
+		{"MultiHeadAttention with a cache", withPast, []string{"input 6 (past_key)"}},
 		{"transA without a rank", rankless, []string{"the_op", "transA=1 needs the rank of a"}},
 		{"FusedGemm activation", oneContribOp("FusedGemm", []int64{4, 2}, str("activation", "Elu")), []string{"the_op", `activation "Elu"`}},
 		{"FusedMatMul batch transpose", oneContribOp("FusedMatMul", []int64{2, 4, 5}, intAttr("transBatchA", 1)), []string{"transBatchA"}},

@@ -14,7 +14,7 @@
 //     table (compiler.LookupOp); otherwise one error lists every unsupported
 //     node with its name, op type and opset (UnsupportedOpsError, which
 //     wraps compiler.ErrUnsupportedOp). ONNX Runtime's fused com.microsoft
-//     ops of BERT-family models (Attention, EmbedLayerNormalization,
+//     ops of BERT-family models (Attention, MultiHeadAttention, EmbedLayerNormalization,
 //     SkipLayerNormalization, the GELUs, FusedMatMul, FusedGemm) are read
 //     and expanded into the default-domain ops a torch export has for the
 //     same computation (contrib.go), so the graph holds none of them.
