@@ -434,3 +434,50 @@ func TestContribRankFromReshape(t *testing.T) {
 		t.Errorf("y[1,2,4] = %g, want %g", got, want)
 	}
 }
+
+// TestContribBERTInONNXRuntime runs the fused BERT of
+// TestContribBERTMatchesReference in ONNX Runtime, which defines these ops
+// (testmodels.RunORT; skipped without node and onnxruntime-node): its
+// logits must be PyTorch's too, or the test model, and so what the
+// expansion is checked against, would not mean what ONNX Runtime means.
+func TestContribBERTInONNXRuntime(t *testing.T) {
+	dir := testmodels.ModelDir(t, "sst2-bert-mini")
+	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := hf.OpenSafetensors(filepath.Join(dir, hf.SafetensorsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := testmodels.LoadReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sentences = 32 // one batch, padded to its longest
+	g := &compiler.Graph{Inputs: []*compiler.Value{{Name: "input_ids"}, {Name: "attention_mask"}, {Name: "token_type_ids"}}}
+	in, err := testmodels.Inputs(g, ref.Examples[:sentences])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tmp, "model.onnx"), marshal(t, contribBERT(t, cfg, st)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodels.WriteORTInputs(tmp, in); err != nil {
+		t.Fatal(err)
+	}
+	logits := testmodels.RunORT(t, tmp)["logits"]
+	if logits == nil || len(logits.Shape) != 2 || logits.Shape[0] != sentences {
+		t.Fatalf("ONNX Runtime logits %v, want [%d, 2]", logits, sentences)
+	}
+	rows := make([][]float32, sentences)
+	for i := range rows {
+		rows[i] = logits.F32[2*i : 2*i+2]
+	}
+	if d := testmodels.MaxAbsDiff(rows, ref.Logits[:sentences]); !(d <= 1e-4) {
+		t.Errorf("ONNX Runtime: max |logit - reference| = %.3g over %d padded sentences, want <= 1e-4", d, sentences)
+	} else {
+		t.Logf("ONNX Runtime: max |logit - reference| = %.3g over %d padded sentences", d, sentences)
+	}
+}
