@@ -1,11 +1,11 @@
 // ort_run.js MODEL_DIR: runs MODEL_DIR/model.onnx with ONNX Runtime
 // (npm onnxruntime-node, CPU) on the inputs of MODEL_DIR/reference.json and
 // prints {"outputs": {name: {"shape": [...], "data": [...]}}} on stdout.
-// testmodels.RunORT runs it (compiler/hf's and compiler/onnx's ONNX Runtime
-// comparisons); install the
-// runtime with `npm install --ignore-scripts onnxruntime-node@1.30.0` (the
-// install script only fetches optional GPU libraries) and point
-// $SQC_ORT_NODE_MODULES at the node_modules directory.
+// testmodels.RunORT runs it for compiler/hf's and compiler/onnx's ONNX
+// Runtime comparisons; install the runtime with `npm install
+// --ignore-scripts onnxruntime-node@1.30.0` (the install script only
+// fetches optional GPU libraries) and point $SQC_ORT_NODE_MODULES at the
+// node_modules directory.
 'use strict';
 const fs = require('fs');
 const path = require('path');
