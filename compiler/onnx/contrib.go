@@ -82,7 +82,9 @@ func (b *builder) expandContrib(g *compiler.Graph) error {
 	e.b = blocks.Builder{G: g, Fresh: g.Namer().Fresh}
 	for _, n := range g.Nodes {
 		for _, o := range n.Outputs {
-			e.producer[o] = n
+			if o != "" {
+				e.producer[o] = n
+			}
 		}
 		for _, in := range n.Inputs {
 			e.readers[in] = append(e.readers[in], n)
@@ -99,7 +101,13 @@ func (b *builder) expandContrib(g *compiler.Graph) error {
 			g.Nodes = append(g.Nodes, n)
 			continue
 		}
-		if err := contribExpanders[op](e, n); err != nil {
+		var err error
+		if len(n.Outputs) == 0 || n.Outputs[0] == "" {
+			err = fmt.Errorf("%w: the node has no output 0", compiler.ErrMalformed)
+		} else {
+			err = contribExpanders[op](e, n)
+		}
+		if err != nil {
 			return b.bad("node "+n.Name+" ("+n.Op+")", err)
 		}
 	}
@@ -158,6 +166,9 @@ func scope(n *compiler.Node) string {
 // their input's rank). It returns -1 where none of these tells.
 func (e *contribExpander) rank(name string) int {
 	for range 64 {
+		if name == "" {
+			return -1
+		}
 		if t, ok := e.g.Initializers[name]; ok {
 			return len(t.Shape)
 		}
@@ -464,7 +475,7 @@ func (e *contribExpander) uncastIDs(name string) string {
 		return name
 	}
 	for _, v := range e.g.Inputs {
-		if v.Name == c.Inputs[0] && v.DType == compiler.Int64 {
+		if v.Name == input(c, 0) && v.DType == compiler.Int64 {
 			return v.Name
 		}
 	}
@@ -694,13 +705,13 @@ func (e *contribExpander) maskBehindCount(count string) (string, bool) {
 		return "", false
 	case p.Op == contribOp("EmbedLayerNormalization") && len(p.Outputs) > 1 && p.Outputs[1] == count:
 		return input(p, 7), input(p, 7) != ""
-	case p.Op == "ReduceSum" && p.AttrInt("keepdims", 1) == 0 && e.rank(p.Inputs[0]) == 2:
+	case p.Op == "ReduceSum" && p.AttrInt("keepdims", 1) == 0 && e.rank(input(p, 0)) == 2:
 		axes := p.Attrs["axes"].Ints
 		if t := e.constant(input(p, 1)); t != nil && t.DType == compiler.Int64 {
 			axes = t.I64
 		}
 		if len(axes) == 1 && (axes[0] == 1 || axes[0] == -1) {
-			return p.Inputs[0], true
+			return input(p, 0), true
 		}
 	}
 	return "", false

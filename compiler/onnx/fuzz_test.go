@@ -62,6 +62,16 @@ func decodeSeeds(t testing.TB) map[string][]byte {
 	m.Graph.Node = append(m.Graph.Node, node("LSTM", "", []string{"y"}, []string{"r"}))
 	add("bad_unsupported_op", m)
 
+	add("valid_contrib", contribSeed())
+	m = contribSeed()
+	extra := node("BiasGelu", "unused", []string{"x", "beta"}, nil) // no output to name its result
+	extra.Domain = proto.String(contribDomain)
+	m.Graph.Node = append(m.Graph.Node, extra)
+	add("bad_contrib_no_output", m)
+	m = contribSeed()
+	m.Graph.Node[2].Attribute = nil // Attention without num_heads
+	add("bad_contrib_attention", m)
+
 	m = tinyModel()
 	m.Graph.Node[4].Input[1] = "ghost"
 	add("bad_missing_tensor", m)
@@ -212,4 +222,33 @@ func checkGraph(g *compiler.Graph) string {
 		}
 	}
 	return ""
+}
+
+// contribSeed is a small model of ONNX Runtime's fused ops (contrib.go):
+// x f32[batch, 3, 4] through SkipLayerNormalization, BiasGelu, Attention
+// and FusedMatMul.
+func contribSeed() *onnxpb.ModelProto {
+	ms := func(op string, in, out []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
+		n := node(op, op, in, out, attrs...)
+		n.Domain = proto.String(contribDomain)
+		return n
+	}
+	m := model(14, &onnxpb.GraphProto{
+		Name: proto.String("contrib"),
+		Node: []*onnxpb.NodeProto{
+			ms("SkipLayerNormalization", []string{"x", "x", "gamma", "beta"}, []string{"s"}),
+			ms("BiasGelu", []string{"s", "beta"}, []string{"g"}),
+			ms("Attention", []string{"g", "wqkv", "bqkv"}, []string{"a"}, intAttr("num_heads", 2)),
+			ms("FusedMatMul", []string{"a", "w"}, []string{"y"}, floatAttr("alpha", 0.5)),
+		},
+		Initializer: []*onnxpb.TensorProto{
+			f32Raw("gamma", []int64{4}, 1, 1, 1, 1), f32Raw("beta", []int64{4}, 0, 0.5, 0, -0.5),
+			f32Raw("wqkv", []int64{4, 12}, make([]float32, 48)...), f32Raw("bqkv", []int64{12}, make([]float32, 12)...),
+			f32Raw("w", []int64{4, 2}, 1, 2, 3, 4, 5, 6, 7, 8),
+		},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "batch", 3, 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, "batch", 3, 2)},
+	})
+	m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String(contribDomain), Version: proto.Int64(1)})
+	return m
 }
