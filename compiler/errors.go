@@ -2,8 +2,8 @@ package compiler
 
 import (
 	"errors"
-	"strings"
 
+	"github.com/sqc-dev/sqc/internal/badinput"
 	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
@@ -12,7 +12,7 @@ import (
 // node, so callers can both print one clear line and test the cause with
 // errors.Is. The CLI exits with status 2 for any error that Is ErrBadInput.
 var (
-	ErrBadInput       = errors.New("bad input")
+	ErrBadInput       = badinput.ErrBadInput
 	ErrTruncated      = errors.New("file is truncated")
 	ErrMalformed      = ops.ErrMalformed
 	ErrUnsupportedOp  = ops.ErrUnsupportedOp
@@ -32,33 +32,9 @@ var (
 )
 
 // InputError is bad input located in a file (and optionally a tensor or
-// node within it). Err carries the cause; Is(ErrBadInput) always holds.
-type InputError struct {
-	File   string // path of the offending file, if any
-	Object string // tensor, node or field name, if any
-	Err    error  // cause, usually wrapping one of the sentinels above
-}
-
-func (e *InputError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		b.WriteString(": ")
-	}
-	if e.Object != "" {
-		b.WriteString(e.Object)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
-}
-
-func (e *InputError) Unwrap() error { return e.Err }
-
-// Is makes every InputError match ErrBadInput.
-func (e *InputError) Is(target error) bool { return target == ErrBadInput }
+// node within it): internal/badinput's type, which the tokenizer's
+// InputError is too. Err carries the cause; Is(ErrBadInput) always holds.
+type InputError = badinput.Error
 
 // BadInput builds an *InputError.
-func BadInput(file, object string, err error) error {
-	return &InputError{File: file, Object: object, Err: err}
-}
+func BadInput(file, object string, err error) error { return badinput.New(file, object, err) }

@@ -20,7 +20,6 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
-	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
 func main() {
@@ -61,7 +60,7 @@ func exitCode(err error) int {
 		return 0
 	case errors.Is(err, compiler.ErrInternal): // the FP32 interpreter's and the INT8 engine's
 		return 1
-	case errors.Is(err, compiler.ErrBadInput), errors.Is(err, tokenizer.ErrBadInput),
+	case errors.Is(err, compiler.ErrBadInput), // tokenizer.ErrBadInput too: the same sentinel
 		errors.Is(err, modelrt.ErrInvalidInput), errors.As(err, &ue):
 		return 2
 	}

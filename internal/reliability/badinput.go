@@ -43,7 +43,7 @@ type Input struct {
 type Case struct {
 	Name string
 	// Want is the cause errors.Is must find; every error must also match
-	// compiler.ErrBadInput or tokenizer.ErrBadInput.
+	// compiler.ErrBadInput (which tokenizer.ErrBadInput is).
 	Want error
 	// Build writes the input under dir (an empty directory of its own).
 	Build func(dir string) (Input, error)

@@ -12,7 +12,6 @@ import (
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/examples/sentiment/sentimentmodel"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
-	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
 // callSafely runs f, turning a panic into a test failure that names what
@@ -28,20 +27,20 @@ func callSafely(t *testing.T, what string, f func() error) (err error) {
 }
 
 // checkBadInputError fails t unless err is a typed bad-input error: it
-// matches want and compiler.ErrBadInput or tokenizer.ErrBadInput, is (or
-// wraps) an *InputError of either package, and mentions every string.
+// matches want and compiler.ErrBadInput (tokenizer.ErrBadInput is the same
+// sentinel), is (or wraps) an *InputError (the one type of both packages),
+// and mentions every string.
 func checkBadInputError(t *testing.T, err, want error, mentions []string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error; want %v", want)
 	}
-	if !errors.Is(err, compiler.ErrBadInput) && !errors.Is(err, tokenizer.ErrBadInput) {
-		t.Errorf("error matches neither compiler.ErrBadInput nor tokenizer.ErrBadInput: %v", err)
+	if !errors.Is(err, compiler.ErrBadInput) {
+		t.Errorf("error does not match compiler.ErrBadInput: %v", err)
 	}
-	var ce *compiler.InputError
-	var te *tokenizer.InputError
-	if !errors.As(err, &ce) && !errors.As(err, &te) {
-		t.Errorf("error is not a *compiler.InputError or *tokenizer.InputError: %T %v", err, err)
+	var ie *compiler.InputError
+	if !errors.As(err, &ie) {
+		t.Errorf("error is not a *compiler.InputError: %T %v", err, err)
 	}
 	if !errors.Is(err, want) {
 		t.Errorf("error does not match %q: %v", want, err)
