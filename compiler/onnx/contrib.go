@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -73,7 +74,8 @@ var errContrib = fmt.Errorf("%w: ONNX Runtime op", ErrUnsupportedFeature)
 
 // expandContrib replaces every com.microsoft node of g (in topological
 // order) by its default-domain expansion, keeping the node's place and
-// output names.
+// output names, and notes the ops it expanded in g.Meta (`sqc inspect`
+// shows them).
 func (b *builder) expandContrib(g *compiler.Graph) error {
 	if !slices.ContainsFunc(g.Nodes, func(n *compiler.Node) bool { return strings.HasPrefix(n.Op, contribDomain+".") }) {
 		return nil
@@ -95,12 +97,21 @@ func (b *builder) expandContrib(g *compiler.Graph) error {
 	}
 	nodes := g.Nodes
 	g.Nodes = make([]*compiler.Node, 0, len(nodes))
+	expanded := map[string]int{}
+	defer func() {
+		var parts []string
+		for _, op := range slices.Sorted(maps.Keys(expanded)) {
+			parts = append(parts, fmt.Sprintf("%s %d", op, expanded[op]))
+		}
+		g.Meta["expanded_com.microsoft"] = strings.Join(parts, ", ")
+	}()
 	for _, n := range nodes {
 		op, ok := strings.CutPrefix(n.Op, contribDomain+".")
 		if !ok {
 			g.Nodes = append(g.Nodes, n)
 			continue
 		}
+		expanded[op]++
 		var err error
 		if len(n.Outputs) == 0 || n.Outputs[0] == "" {
 			err = fmt.Errorf("%w: the node has no output 0", compiler.ErrMalformed)

@@ -177,6 +177,9 @@ func TestContribBERTMatchesReference(t *testing.T) {
 	if err := g.Verify(); err != nil {
 		t.Fatalf("expanded graph does not verify: %v", err)
 	}
+	if got, want := g.Meta["expanded_com.microsoft"], "Attention 3, BiasGelu 4, EmbedLayerNormalization 1, FusedGemm 1, MultiHeadAttention 1, SkipLayerNormalization 8"; got != want {
+		t.Errorf("Meta[expanded_com.microsoft] = %q, want %q", got, want)
+	}
 	for _, n := range g.Nodes {
 		if _, ok := compiler.LookupOp(n.Op); !ok {
 			t.Fatalf("node %s keeps op %s after expansion", n.Name, n.Op)
