@@ -578,7 +578,22 @@ func (e *contribExpander) attention(n *compiler.Node) error {
 		}
 		proj[p] = y
 	}
+	e.dropIfOnlyReader(n, n.Inputs[1], input(n, 2))
 	return e.attend(n, proj, input(n, 3), heads, headSize)
+}
+
+// dropIfOnlyReader deletes the initializers named that n alone reads: the
+// packed weights an expansion has split into new ones, which would
+// otherwise be carried (and embedded) twice.
+func (e *contribExpander) dropIfOnlyReader(n *compiler.Node, names ...string) {
+	for _, name := range names {
+		if _, ok := e.g.Initializers[name]; !ok || e.outputs[name] {
+			continue
+		}
+		if rs := e.readers[name]; len(rs) > 0 && !slices.ContainsFunc(rs, func(r *compiler.Node) bool { return r != n }) {
+			delete(e.g.Initializers, name)
+		}
+	}
 }
 
 // refuseDecoding fails if n has any of the decoder inputs named, from
@@ -653,6 +668,7 @@ func (e *contribExpander) multiHeadAttention(n *compiler.Node) error {
 			e.g.Initializers[bName] = bt
 			qkv[p] = e.b.Op("Add", s+"."+part+"/Add", qkv[p], bName)
 		}
+		e.dropIfOnlyReader(n, name)
 	}
 	headSize, err := e.headSize(qkv[0], width, heads)
 	if err != nil {

@@ -223,6 +223,17 @@ func TestContribBERTMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The packed QKV weights, once split, are not kept beside the split
+	// ones: the two files carry the same weights (and a few scalars).
+	f32s := func(g *compiler.Graph) (n int) {
+		for _, t := range g.Initializers {
+			n += len(t.F32)
+		}
+		return n
+	}
+	if a, b := f32s(g), f32s(torch); a < b || a > b+64 {
+		t.Errorf("%d float32 parameters after expansion, the torch export has %d", a, b)
+	}
 	canon := func(g *compiler.Graph) map[string]int {
 		if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
 			t.Fatal(err)
