@@ -12,8 +12,8 @@ import (
 // the additive mask f32 [batch, 1, 1, seq]: 0 where mask != 0 (attend) and
 // fill where mask == 0 (padding).
 //
-// Two forms are recognised; in both, mask is any rank-2 [batch, seq] value
-// (normally the attention_mask graph input):
+// Three forms are recognised; in each, mask is any rank-2 [batch, seq]
+// value (normally the attention_mask graph input):
 //
 //   - BERT's get_extended_attention_mask: Mul(Sub(1, Cast<f32>(m4)), fill),
 //     m4 being mask unsqueezed to [batch, 1, 1, seq] (one or two Unsqueeze
@@ -26,6 +26,10 @@ import (
 //     Add(scores, AttentionMask(mask) {fill}). After the Softmax that
 //     follows, the two agree exactly: scores + fill rounds to fill for
 //     fill = float32 min (or -Inf) and any |score| < 1e31.
+//   - transformers' mask for SDPA attention: Where(Cast<bool>(inv), fill,
+//     inv) with inv = Sub(1, Cast<f32>(Expand(unsqueezed mask)))
+//     (matchInvertedMask), [batch, 1, tgt, seq], which becomes
+//     AttentionMask(mask) {fill} as the first form does.
 //
 // One AttentionMask is made per (mask, fill) pair and shared by all layers.
 var CanonicalizeAttentionMask = Pass{Name: "CanonicalizeAttentionMask", Run: canonicalizeAttentionMask}
@@ -51,7 +55,11 @@ func canonicalizeAttentionMask(g *compiler.Graph) (bool, error) {
 				repl[n] = am
 			}
 		case "Where":
-			if src, fill, scores, ok := matchMaskedFill(ix, n); ok {
+			if src, fill, ok := matchInvertedMask(ix, n); ok {
+				am := c.newMaskNode(src, fill, n.Outputs[0])
+				am.Name = nm.Fresh(n.Name + "/AttentionMask")
+				repl[n] = am
+			} else if src, fill, scores, ok := matchMaskedFill(ix, n); ok {
 				repl[n] = &compiler.Node{
 					Name:    nm.Fresh(n.Name + "/Add"),
 					Op:      "Add",
@@ -237,6 +245,50 @@ const (
 	onnxFloat = 1
 	onnxBool  = 9
 )
+
+// matchInvertedMask matches the mask transformers builds for SDPA
+// attention (AttentionMaskConverter._expand_mask):
+//
+//	inv = 1 - mask[:, None, None, :].expand(batch, 1, tgt, src).to(f32)
+//	inv.masked_fill(inv.to(bool), fill)
+//	= Where(Cast<bool>(inv), fill, inv), inv = Sub(1, Cast<f32>(Expand(unsqueeze(mask))))
+//
+// (the Cast to float and the Expand in either order; torch's masked_fill
+// casts its condition to bool once more, so one or more Casts to bool). For 0/1 masks it is
+// AttentionMask(mask) {fill}: inv is 0, so false, where mask is 1, and 1
+// where it is 0; the Expand over query positions only repeats rows, which
+// the scores' Add broadcasts anyway.
+func matchInvertedMask(ix *index, where *compiler.Node) (string, float32, bool) {
+	if len(where.Inputs) != 3 || !isFloat32(ix.g, where.Outputs[0]) {
+		return "", 0, false
+	}
+	fill, ok := ix.scalar(where.Inputs[1])
+	inv := where.Inputs[2]
+	// .to(bool), and masked_fill's own Cast to bool of its condition.
+	cond := where.Inputs[0]
+	for c := ix.producedBy(cond, "Cast"); c != nil && c.AttrInt("to", 0) == onnxBool && cond != inv; c = ix.producedBy(cond, "Cast") {
+		cond = c.Inputs[0]
+	}
+	sub := ix.producedBy(inv, "Sub")
+	if !ok || cond != inv || cond == where.Inputs[0] || sub == nil || !ix.scalarNear(sub.Inputs[0], 1, 0) {
+		return "", 0, false
+	}
+	name, casts := sub.Inputs[1], 0
+	for {
+		if p := ix.producedBy(name, "Cast"); p != nil && p.AttrInt("to", 0) == onnxFloat {
+			casts, name = casts+1, p.Inputs[0]
+		} else if p := ix.producedBy(name, "Expand"); p != nil {
+			name = p.Inputs[0]
+		} else {
+			break
+		}
+	}
+	src, more, ok := followUnsqueezes(ix, name, onnxFloat)
+	if !ok || casts+more > 1 || (casts+more == 0 && !isFloat32(ix.g, src)) {
+		return "", 0, false
+	}
+	return src, float32(fill), true
+}
 
 // matchMaskedFill matches Where(cond, fill, scores) / Where(cond, scores,
 // fill) built from a rank-2 mask.

@@ -96,8 +96,11 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 	if qk == nil {
 		return m, false
 	}
+	// torch.onnx writes F.scaled_dot_product_attention with √scale on
+	// both sides: Mul(Q, √s)·Mul(Kᵀ, √s).
 	qSplit, pre := peelScale(ix, qk.Inputs[0])
-	m.scale *= pre
+	kT, preK := peelScale(ix, qk.Inputs[1])
+	m.scale *= pre * preK
 	var qW, kW, vW int64 // widths of q, k, v
 	var ok bool
 	var qShape, kShape compiler.Shape
@@ -106,7 +109,7 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 		return m, false
 	}
 	var kHeads int64
-	m.k, kHeads, kW, kShape, ok = keyTranspose(ix, qk.Inputs[1])
+	m.k, kHeads, kW, kShape, ok = keyTranspose(ix, kT)
 	if !ok || kHeads != m.heads || kW != qW {
 		return m, false
 	}
