@@ -148,14 +148,11 @@ func contribBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelP
 	return m
 }
 
-// TestContribBERTMatchesReference: sst2-bert-mini written with ONNX
-// Runtime's fused ops reproduces PyTorch's logits, in padded batches (so
-// every mask form masks), and canonicalises to the same ops as the torch
-// export of the same model: the fusion passes see through the expansion.
-// SQC_CONTRIB_MODEL_OUT=file.onnx saves the fused model (to run it in ONNX
-// Runtime, which defines these ops).
-func TestContribBERTMatchesReference(t *testing.T) {
-	dir := testmodels.ModelDir(t, "sst2-bert-mini")
+// sharedContribBERT is contribBERT of the shared sst2-bert-mini, as a
+// serialized model, with the model's directory (its reference is there).
+func sharedContribBERT(t *testing.T) (dir string, model []byte) {
+	t.Helper()
+	dir = testmodels.ModelDir(t, "sst2-bert-mini")
 	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +161,17 @@ func TestContribBERTMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := marshal(t, contribBERT(t, cfg, st))
+	return dir, marshal(t, contribBERT(t, cfg, st))
+}
+
+// TestContribBERTMatchesReference: sst2-bert-mini written with ONNX
+// Runtime's fused ops reproduces PyTorch's logits, in padded batches (so
+// every mask form masks), and canonicalises to the same ops as the torch
+// export of the same model: the fusion passes see through the expansion.
+// SQC_CONTRIB_MODEL_OUT=file.onnx saves the fused model (to run it in ONNX
+// Runtime, which defines these ops).
+func TestContribBERTMatchesReference(t *testing.T) {
+	dir, data := sharedContribBERT(t)
 	if out := os.Getenv("SQC_CONTRIB_MODEL_OUT"); out != "" {
 		if err := os.WriteFile(out, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -455,15 +462,7 @@ func TestContribRankFromReshape(t *testing.T) {
 // logits must be PyTorch's too, or the test model, and so what the
 // expansion is checked against, would not mean what ONNX Runtime means.
 func TestContribBERTInONNXRuntime(t *testing.T) {
-	dir := testmodels.ModelDir(t, "sst2-bert-mini")
-	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := hf.OpenSafetensors(filepath.Join(dir, hf.SafetensorsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, data := sharedContribBERT(t)
 	ref, err := testmodels.LoadReference(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -475,7 +474,7 @@ func TestContribBERTInONNXRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	if err := os.WriteFile(filepath.Join(tmp, "model.onnx"), marshal(t, contribBERT(t, cfg, st)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "model.onnx"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := testmodels.WriteORTInputs(tmp, in); err != nil {
