@@ -2,9 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"github.com/sqc-dev/sqc/compiler"
 	"io"
 	"runtime"
+	"strings"
+
+	"github.com/sqc-dev/sqc/compiler"
 
 	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/cpu"
@@ -64,11 +66,19 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	wideIn, err := m.WideCheckInputs()
+	if err != nil {
+		return nil, err
+	}
 	fp32, err := NewFP32(m.Graph, EngineOptions{Threads: o.Threads})
 	if err != nil {
 		return nil, err
 	}
 	ref, err := fp32.Run(checkIn)
+	var wideRef map[string]*compiler.Tensor
+	if err == nil {
+		wideRef, err = fp32.Run(wideIn)
+	}
 	fp32.Close()
 	if err != nil {
 		return nil, fmt.Errorf("FP32 reference of the check input: %w", err)
@@ -76,6 +86,7 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 	// Positions the mask excludes hold no meaning (zero in packed runs,
 	// computed values in the interpreter's): Agreement compares the rest.
 	compiler.ZeroMaskedTokens(ref, checkIn["attention_mask"])
+	compiler.ZeroMaskedTokens(wideRef, wideIn["attention_mask"])
 	q := o.Quant
 	if q.Threads == 0 {
 		q.Threads = o.Threads
@@ -144,6 +155,21 @@ func NewWorker(o WorkerOptions) (*Worker, error) {
 			if err != nil {
 				return nil, fmt.Errorf("mode %s: %w", mode.Name, err)
 			}
+			// The same over WideCheckInputs, as "cos_logits_wide" etc.
+			if out, err = mode.Engine.Run(wideIn); err != nil {
+				return nil, fmt.Errorf("mode %s: %w", mode.Name, err)
+			}
+			compiler.ZeroMaskedTokens(out, wideIn["attention_mask"])
+			wide, err := Agreement(wideRef, out, "sqc/fp32-interp")
+			if err != nil {
+				return nil, fmt.Errorf("mode %s: %w", mode.Name, err)
+			}
+			for k, v := range wide {
+				if strings.HasPrefix(k, "cos_") {
+					a[k+"_wide"] = v
+				}
+			}
+			a["wide_sequences"] = WideCheckSequences
 			acc[mode.Name] = a
 		}
 		return acc, nil

@@ -51,8 +51,9 @@ func TestWorkerEndToEnd(t *testing.T) {
 	for _, m := range w.Modes {
 		a, _ := acc[m.Name].(map[string]any)
 		cos, _ := a["cos_logits"].(float64)
-		if cos < 0.99 || a["vs"] != "sqc/fp32-interp" {
-			t.Errorf("check of %s: %v, want cos_logits >= 0.99 vs sqc/fp32-interp", m.Name, a)
+		wide, _ := a["cos_logits_wide"].(float64)
+		if cos < 0.99 || wide < 0.99 || a["vs"] != "sqc/fp32-interp" || a["wide_sequences"] != float64(WideCheckSequences) {
+			t.Errorf("check of %s: %v, want cos_logits and cos_logits_wide (%d sequences) >= 0.99 vs sqc/fp32-interp", m.Name, a, WideCheckSequences)
 		}
 	}
 	if ms, _ := replies[2]["ms"].([]any); len(ms) != 2 {

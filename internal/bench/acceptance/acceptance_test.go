@@ -136,3 +136,28 @@ func TestEvaluateNamesTheBadFile(t *testing.T) {
 		t.Errorf("partial GEMM benchmark: %+v", bars[5])
 	}
 }
+
+// TestCosineBarPrefersWideCheck: the logits cosine bar takes the wide
+// check's 32 logits where the worker reported them, and otherwise says it
+// rests on the harness's 4.
+func TestCosineBarPrefersWideCheck(t *testing.T) {
+	for _, c := range []struct {
+		acc  string
+		want float64
+		what string
+	}{
+		{`{"cos_logits": 0.99946, "cos_logits_wide": 0.99972, "wide_sequences": 16}`, 0.99972, "16 sequences"},
+		{`{"cos_logits": 0.99946}`, 0.99946, "4 logits"},
+	} {
+		dir := writeFiles(t, map[string]string{
+			ResultsFile: `{"kind": "check", "system": "sqc", "config": "bert-base", "acc": {"int8": ` + c.acc + `}}` + "\n",
+		})
+		bars, err := Evaluate(dir, "bert-base", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bars[8]; b.Got != c.want || !strings.Contains(b.What, c.what) {
+			t.Errorf("%s: bar %q = %v, want %v naming %q", c.acc, b.What, b.Got, c.want, c.what)
+		}
+	}
+}
