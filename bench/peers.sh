@@ -15,7 +15,8 @@
 # Every knob of run.sh passes through (ROUNDS, THREADS, SHAPES, MIN_REPS,
 # TARGET_S, ENGINES_CHECK, AMX_AB, CACHE, OUT, SKIP_INSTALL, ...); see the
 # header of run.sh. Also:
-#   PEERS_DIR   the harness (default: ../shared/bench/peers beside the repo)
+#   PEERS_DIR   the harness (default: ../shared/bench/peers beside the repo, or
+#               beside the main checkout when run from a git worktree elsewhere)
 #   SQC_BIN     an sqc binary to use instead of building one
 #   SQC_ARGS    more `sqc bench` flags for the worker, e.g. '--attention fp32' (FP32 attention
 #               matmuls instead of the default INT8 ones) or '--act dynamic'
@@ -43,7 +44,13 @@
 # /tmp/peers-cache). Nothing is written into the harness folder or the repo.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PEERS_DIR="${PEERS_DIR:-$ROOT/../shared/bench/peers}"
+# ../shared beside the repo; from a git worktree elsewhere (benchmarks run
+# from a worktree of a commit), beside the main checkout.
+SHARED="$ROOT/../shared"
+if [ ! -d "$SHARED" ] && common=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null); then
+  SHARED="$(dirname "$common")/../shared"
+fi
+PEERS_DIR="${PEERS_DIR:-$SHARED/bench/peers}"
 
 if [ $# -lt 1 ]; then
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
@@ -118,8 +125,8 @@ CONFIGS=("$@")
 [ "${CONFIGS[0]}" = all ] && CONFIGS=(bert-base bert-large distilbert minilm-l6)
 THREADS_LIST=(${THREADS:-1 2})
 REAL_THREADS="${REAL_THREADS:-${THREADS_LIST[-1]}}"
-REAL_TEXT="${REAL_TEXT:-$ROOT/../shared/data/glue-sst2/dev.tsv}"
-REAL_VOCAB="${REAL_VOCAB:-$ROOT/../shared/data/vocab/bert-base-uncased-vocab.txt}"
+REAL_TEXT="${REAL_TEXT:-$SHARED/data/glue-sst2/dev.tsv}"
+REAL_VOCAB="${REAL_VOCAB:-$SHARED/data/vocab/bert-base-uncased-vocab.txt}"
 for f in "$REAL_TEXT" "$REAL_VOCAB"; do
   [ -s "$f" ] || { echo "peers.sh: $f is missing (set REAL_TEXT / REAL_VOCAB, or REAL_LENGTHS=0)" >&2; exit 2; }
 done
