@@ -112,12 +112,10 @@ func matchPositionsFirst(g *compiler.Graph, ix *index, sum *compiler.Node) (embe
 			if !ok || m.typ != "" {
 				continue
 			}
-			// The type term, matched as the second operand of a word + type
-			// sum whose first is the word + position sum.
-			typeAdd := &compiler.Node{Op: "Add", Inputs: []string{sum.Inputs[k], sum.Inputs[1-k]}, Outputs: sum.Outputs}
-			if tt, ti, ok := embedGather(g, ix, typeAdd.Inputs[1]); ok {
+			// The type term, added to the word + position sum.
+			if tt, ti, ok := embedGather(g, ix, sum.Inputs[1-k]); ok {
 				m.typ, m.typeIDs = tt, ti
-			} else if !matchTypeRow(g, ix, &m, typeAdd) {
+			} else if !matchTypeRow(g, ix, &m, sum.Inputs[k], sum.Inputs[1-k], sum.Outputs[0]) {
 				continue
 			}
 			m.positionsFirst = true
@@ -142,7 +140,7 @@ func matchEmbedTerms(g *compiler.Graph, ix *index, w, p string) (embedMatch, boo
 		m.word, m.ids = wt, wi
 		if tt, ti, ok := gather(add.Inputs[1]); ok {
 			m.typ, m.typeIDs = tt, ti
-		} else if !matchTypeRow(g, ix, &m, add) {
+		} else if !matchTypeRow(g, ix, &m, add.Inputs[0], add.Inputs[1], add.Outputs[0]) {
 			return m, false
 		}
 	} else {
@@ -171,19 +169,18 @@ func embedGather(g *compiler.Graph, ix *index, name string) (table, indices stri
 	return n.Inputs[0], n.Inputs[1], true
 }
 
-// matchTypeRow matches input 1 of add (word + T) as one type row added to
-// every token: a constant [H] or [1, H] (the HF frontend's folded
+// matchTypeRow matches name as one type row added to every token by the
+// sum words + name = sum (words the word term, or word + position): a constant [H] or [1, H] (the HF frontend's folded
 // Gather(type, 0)), or a Gather of a [types, H] table at indices that are
 // all zero (torch.onnx's Expand of a Slice of the buffered all-zero
 // token_type_ids). The sum must keep the word term's shape, so the row
 // only broadcasts. It sets m.typ (and m.typeRow, for a row that is not a
 // [1, H] table yet).
-func matchTypeRow(g *compiler.Graph, ix *index, m *embedMatch, add *compiler.Node) bool {
-	words, sum := valueInfo(g, add.Inputs[0]), valueInfo(g, add.Outputs[0])
+func matchTypeRow(g *compiler.Graph, ix *index, m *embedMatch, wordsName, name, sumName string) bool {
+	words, sum := valueInfo(g, wordsName), valueInfo(g, sumName)
 	if words == nil || sum == nil || len(words.Shape) != 3 || !sameShape(words.Shape, sum.Shape) {
 		return false
 	}
-	name := add.Inputs[1]
 	if ix.onlyConsumer(name) == nil {
 		return false
 	}

@@ -217,11 +217,7 @@ func (b *Builder) Softmax(x, out string) string {
 	return b.OpAttrs("Softmax", out, map[string]compiler.Attr{"axis": compiler.IntAttr(-1)}, x)
 }
 
-// onnxFloat is TensorProto.FLOAT, the code Cast's "to" attribute carries in
-// the IR as in ONNX.
-const onnxFloat = 1
-
 // CastFloat converts x to float32.
 func (b *Builder) CastFloat(x, out string) string {
-	return b.OpAttrs("Cast", out, map[string]compiler.Attr{"to": compiler.IntAttr(onnxFloat)}, x)
+	return b.OpAttrs("Cast", out, map[string]compiler.Attr{"to": compiler.IntAttr(compiler.Float32.ONNX())}, x)
 }

@@ -460,7 +460,7 @@ func (e *contribExpander) embedLayerNorm(n *compiler.Node) error {
 			return fmt.Errorf("%w: output 1 (mask_index) is read but the node has no mask input", errContrib)
 		}
 		// The count of ones per sequence, int32 [batch].
-		m := e.b.OpAttrs("Cast", s+"/mask_i32", map[string]compiler.Attr{"to": compiler.IntAttr(onnxInt32)}, mask)
+		m := e.b.OpAttrs("Cast", s+"/mask_i32", map[string]compiler.Attr{"to": compiler.IntAttr(compiler.Int32.ONNX())}, mask)
 		var count string
 		if e.g.Opset >= 13 {
 			count = e.b.OpAttrs("ReduceSum", s+"/mask_index", map[string]compiler.Attr{"keepdims": compiler.IntAttr(0)}, m, e.b.Ints("const.i64.[1]", 1))
@@ -472,9 +472,6 @@ func (e *contribExpander) embedLayerNorm(n *compiler.Node) error {
 	return nil
 }
 
-// onnxInt32 is TensorProto.INT32, a Cast "to" code.
-const onnxInt32 = 6
-
 // uncastIDs looks through the Cast to int32 that ONNX Runtime's fused ops
 // need in front of an int64 graph input (token ids, the attention mask):
 // the expansion's Gather and mask arithmetic read the int64 values as
@@ -482,7 +479,7 @@ const onnxInt32 = 6
 // and 0/1 masks fit int32, so the values do not change.
 func (e *contribExpander) uncastIDs(name string) string {
 	c := e.producer[name]
-	if c == nil || c.Op != "Cast" || c.AttrInt("to", 0) != onnxInt32 {
+	if c == nil || c.Op != "Cast" || c.AttrInt("to", 0) != compiler.Int32.ONNX() {
 		return name
 	}
 	for _, v := range e.g.Inputs {

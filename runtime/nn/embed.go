@@ -69,45 +69,11 @@ func Embed(p *pool.Pool, dst []float32, e *Embeddings, ids, typeIDs []int64, bat
 // TokenTypes (RoBERTa's all-zero buffered type ids), or no type term
 // without TokenTypes. Ids follow Gather's rules (negative ones count from
 // the end of the table); it returns an error for an id outside its table
-// or a position outside Positions. e.Norm is not used.
+// or a position outside Positions. e.Norm is not used. It is
+// EmbedSumParallel on the caller's goroutine: one row sum (embedRow) for
+// every form.
 func EmbedSum(dst []float32, e *Embeddings, ids, typeIDs []int64, batch, seq int) error {
-	h := e.Hidden
-	for b := range batch {
-		if err := e.checkPositions(ids[b*seq : (b+1)*seq]); err != nil {
-			return err
-		}
-	}
-	if err := Gather(dst, e.Words, 1, len(e.Words)/h, h, ids[:batch*seq]); err != nil {
-		return fmt.Errorf("token id: %w", err)
-	}
-	var pos positionIDs
-	for t := range batch * seq {
-		if t%seq == 0 {
-			pos = e.positionsAfter(nil)
-		}
-		row := dst[t*h : (t+1)*h]
-		posRow := e.Positions[pos.next(ids[t], t%seq)*h:][:h]
-		if e.PositionsFirst {
-			Add(row, row, posRow)
-		}
-		if typeIDs != nil {
-			types := len(e.TokenTypes) / h
-			id := typeIDs[t]
-			if id < 0 {
-				id += int64(types) // as Gather counts negative indices
-			}
-			if id < 0 || id >= int64(types) {
-				return fmt.Errorf("token type id %d (position %d) out of range [%d, %d)", typeIDs[t], t, -types, types)
-			}
-			Add(row, row, e.TokenTypes[int(id)*h:][:h])
-		} else if e.TokenTypes != nil {
-			Add(row, row, e.TokenTypes[:h])
-		}
-		if !e.PositionsFirst {
-			Add(row, row, posRow)
-		}
-	}
-	return nil
+	return EmbedSumParallel(nil, dst, e, ids, typeIDs, batch, seq)
 }
 
 // positionIDs gives the position ids of consecutive tokens of one
