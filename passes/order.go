@@ -27,6 +27,12 @@ var passOrder = []orderRule{
 	{"EliminateDeadNodes", []string{"FuseLayerNorm", "FuseGelu", "CanonicalizeAttentionMask", "FuseAttention", "FuseLinear", "FuseEmbeddings"}, needs,
 		"patterns are followed producer to consumer through their exact ops and most links must have one reader (index.onlyConsumer): " +
 			"an Identity inside a chain, or a dead reader of one of its values, hides the pattern"},
+	{"FoldConstants", []string{"SimplifyShapeOps"}, needs,
+		"a Slice's steps are read as constants (index.ints), and the inferred shapes it proves with come from folded reshape targets"},
+	{"SimplifyShapeOps", []string{"CanonicalizeAttentionMask", "FuseAttention"}, needs,
+		"FuseAttention matches Kᵀ as a Transpose, which the dynamo exporter writes as Reshape-Transpose-Reshape, and the mask as the scores' addend, which transformers 4.57 slices to the key length first"},
+	{"SimplifyShapeOps", []string{"EliminateDeadNodes"}, sweeps,
+		"SimplifyShapeOps leaves the Identity nodes it makes of full Slices and the shape chains that fed the reshapes it replaced"},
 	{"CanonicalizeAttentionMask", []string{"FuseAttention"}, needs,
 		"FuseAttention matches softmax(scores + mask) only: DistilBERT's masked_fill is a Where until CanonicalizeAttentionMask rewrites it as that Add"},
 	{"FuseLayerNorm", []string{"FuseEmbeddings"}, needs,

@@ -25,6 +25,10 @@ func Pipeline() []Pass {
 		// reshape targets and mask fill values as initializers, and folding
 		// Constant nodes into initializers is what makes them so.
 		FoldConstants,
+		// Shape-proved simplifications read the folded starts, steps and
+		// reshape targets, and leave Identity nodes and dead shape chains
+		// for the sweep below.
+		SimplifyShapeOps,
 		// Drop Identity nodes and what folding left unused, so the pattern
 		// matchers see single-consumer chains.
 		EliminateDeadNodes,

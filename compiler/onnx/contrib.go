@@ -72,12 +72,32 @@ type contribExpander struct {
 // the expansion does not compute (ErrUnsupportedFeature).
 var errContrib = fmt.Errorf("%w: ONNX Runtime op", ErrUnsupportedFeature)
 
-// expandContrib replaces every com.microsoft node of g (in topological
-// order) by its default-domain expansion, keeping the node's place and
-// output names, and notes the ops it expanded in g.Meta (`sqc inspect`
-// shows them).
+// expansionFamilies are the kinds of node the expander rewrites: each
+// family's nodes carry prefix + op type between reading and expansion, and
+// the ops of each family that a graph held are noted in g.Meta under meta
+// (`sqc inspect` shows them).
+var expansionFamilies = []struct {
+	prefix, meta string
+	expanders    map[string]func(*contribExpander, *compiler.Node) error
+}{
+	{contribDomain + ".", "expanded_com.microsoft", contribExpanders},
+	{functionPrefix, "expanded_onnx_functions", functionExpanders},
+}
+
+// expandContrib replaces every com.microsoft node and every expanded ONNX
+// function op of g (in topological order) by its default-domain expansion,
+// keeping the node's place and output names, and notes the ops it
+// expanded in g.Meta.
 func (b *builder) expandContrib(g *compiler.Graph) error {
-	if !slices.ContainsFunc(g.Nodes, func(n *compiler.Node) bool { return strings.HasPrefix(n.Op, contribDomain+".") }) {
+	family := func(n *compiler.Node) int {
+		for i, f := range expansionFamilies {
+			if strings.HasPrefix(n.Op, f.prefix) {
+				return i
+			}
+		}
+		return -1
+	}
+	if !slices.ContainsFunc(g.Nodes, func(n *compiler.Node) bool { return family(n) >= 0 }) {
 		return nil
 	}
 	e := &contribExpander{g: g, bad: b.bad, producer: map[string]*compiler.Node{}, readers: map[string][]*compiler.Node{}, outputs: map[string]bool{}}
@@ -97,29 +117,41 @@ func (b *builder) expandContrib(g *compiler.Graph) error {
 	}
 	nodes := g.Nodes
 	g.Nodes = make([]*compiler.Node, 0, len(nodes))
-	expanded := map[string]int{}
+	expanded := make([]map[string]int, len(expansionFamilies))
 	defer func() {
-		var parts []string
-		for _, op := range slices.Sorted(maps.Keys(expanded)) {
-			parts = append(parts, fmt.Sprintf("%s %d", op, expanded[op]))
+		for i, counts := range expanded {
+			if len(counts) == 0 {
+				continue
+			}
+			var parts []string
+			for _, op := range slices.Sorted(maps.Keys(counts)) {
+				parts = append(parts, fmt.Sprintf("%s %d", op, counts[op]))
+			}
+			g.Meta[expansionFamilies[i].meta] = strings.Join(parts, ", ")
 		}
-		g.Meta["expanded_com.microsoft"] = strings.Join(parts, ", ")
 	}()
 	for _, n := range nodes {
-		op, ok := strings.CutPrefix(n.Op, contribDomain+".")
-		if !ok {
+		fi := family(n)
+		if fi < 0 {
 			g.Nodes = append(g.Nodes, n)
 			continue
 		}
-		expanded[op]++
+		f := expansionFamilies[fi]
+		op := strings.TrimPrefix(n.Op, f.prefix)
+		if expanded[fi] == nil {
+			expanded[fi] = map[string]int{}
+		}
+		expanded[fi][op]++
 		var err error
 		if len(n.Outputs) == 0 || n.Outputs[0] == "" {
 			err = fmt.Errorf("%w: the node has no output 0", compiler.ErrMalformed)
 		} else {
-			err = contribExpanders[op](e, n)
+			err = f.expanders[op](e, n)
 		}
 		if err != nil {
-			return b.bad("node "+n.Name+" ("+n.Op+")", err)
+			// com.microsoft ops keep their domain in the message; ONNX's own
+			// are named as the file names them.
+			return b.bad("node "+n.Name+" ("+strings.TrimPrefix(n.Op, functionPrefix)+")", err)
 		}
 	}
 	return nil

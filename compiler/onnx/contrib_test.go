@@ -463,6 +463,15 @@ func TestContribRankFromReshape(t *testing.T) {
 // expansion is checked against, would not mean what ONNX Runtime means.
 func TestContribBERTInONNXRuntime(t *testing.T) {
 	dir, data := sharedContribBERT(t)
+	wantORTMatchesReference(t, dir, data)
+}
+
+// wantORTMatchesReference runs model data in ONNX Runtime
+// (testmodels.RunORT; skipped without node and onnxruntime-node) on one
+// padded batch of the reference sentences of the model in dir, and wants
+// PyTorch's logits.
+func wantORTMatchesReference(t *testing.T, dir string, data []byte) {
+	t.Helper()
 	ref, err := testmodels.LoadReference(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // this range are refused unless Options.AllowAnyOpset is set.
 const (
 	MinOpset = 11
-	MaxOpset = 17
+	MaxOpset = 23
 )
 
 // ErrUnsupportedOpset: the model's default-domain opset is outside

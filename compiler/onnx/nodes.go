@@ -21,6 +21,8 @@ func (b *builder) nodes(g *compiler.Graph, gp *onnxpb.GraphProto) error {
 		}
 		if isContribOp(np.GetDomain(), n.Op) {
 			n.Op = contribOp(n.Op) // until expandContrib replaces it
+		} else if isFunctionOp(np.GetDomain(), n.Op) {
+			n.Op = functionOp(n.Op) // likewise
 		}
 		for _, ap := range np.GetAttribute() {
 			name := ap.GetName()

@@ -6,10 +6,11 @@ import "github.com/sqc-dev/sqc/compiler"
 // must be in compiler's op table (compiler/ops.go, the one source of truth
 // for ops) as an op of the default ONNX domain. Nodes from any other domain
 // (ai.onnx.ml, model-local functions) are unsupported, except the
-// com.microsoft ops that contrib.go expands into default-domain ones; sqc's
+// com.microsoft ops that contrib.go expands into default-domain ones, and
+// the default-domain function ops that functions.go expands; sqc's
 // own ops live in the table too but are not accepted from files.
 func supportedOp(domain, op string) bool {
-	if isContribOp(domain, op) {
+	if isContribOp(domain, op) || isFunctionOp(domain, op) {
 		return true
 	}
 	if !isDefaultDomain(domain) {

@@ -1,0 +1,358 @@
+package onnx
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/compiler/onnx/internal/onnxpb"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+	"github.com/sqc-dev/sqc/passes"
+)
+
+// dynamoForm picks what a dynamo export of BertForSequenceClassification
+// holds: the opset (18: GELU written out; 20, torch 2.9's default: the
+// Gelu op; 23: the Attention op too) and the transformers release whose
+// code was traced.
+type dynamoForm struct {
+	opset int64
+	// transformers457 is the code of transformers 4.57: heads split by
+	// view(*input_shape, -1, head_size), the scale given to SDPA, the
+	// mask [batch, 1, keys, keys] sliced to the key length in every
+	// layer, the heads merged by reshape(*input_shape, -1). Otherwise
+	// 4.48-4.56's BertSdpaSelfAttention: view(batch, -1, heads,
+	// head_size), no scale, merge to (batch, seq, hidden).
+	transformers457 bool
+}
+
+func (f dynamoForm) String() string {
+	tf := "4.56"
+	if f.transformers457 {
+		tf = "4.57"
+	}
+	return fmt.Sprintf("opset%d-transformers%s", f.opset, tf)
+}
+
+// dynamoWriter accumulates the nodes and initializers of a model as
+// torch.onnx's dynamo exporter leaves them after its optimizer: constants
+// lifted into initializers, values named val_N, shapes built from
+// Shape(x, start, end) slices and constants by Concat.
+type dynamoWriter struct {
+	nodes []*onnxpb.NodeProto
+	inits []*onnxpb.TensorProto
+	info  []*onnxpb.ValueInfoProto
+	next  int
+}
+
+func (w *dynamoWriter) op(op string, in []string, attrs ...*onnxpb.AttributeProto) string {
+	w.next++
+	out := fmt.Sprintf("val_%d", w.next)
+	w.nodes = append(w.nodes, node(op, fmt.Sprintf("node_%s_%d", op, w.next), in, []string{out}, attrs...))
+	return out
+}
+
+func (w *dynamoWriter) ints(v ...int64) string {
+	w.next++
+	name := fmt.Sprintf("val_%d", w.next)
+	w.inits = append(w.inits, i64Typed(name, []int64{int64(len(v))}, v...))
+	return name
+}
+
+func (w *dynamoWriter) float(v float32, dims ...int64) string {
+	w.next++
+	name := fmt.Sprintf("val_%d", w.next)
+	w.inits = append(w.inits, f32Raw(name, dims, v))
+	return name
+}
+
+// dim is x.size(i) as the exporter writes a symbolic size: a 1-element
+// Shape slice.
+func (w *dynamoWriter) dim(x string, i int64) string {
+	return w.op("Shape", []string{x}, intAttr("start", i), intAttr("end", i+1))
+}
+
+// dynamoBERT writes sst2-bert-mini (config cfg, weights st) as
+// torch.onnx.export(dynamo=True) writes transformers' BERT with SDPA
+// attention, following onnxscript's torchlib (aten_linear, aten_gelu,
+// aten_scaled_dot_product_attention's float-mask form, aten_layer_norm,
+// aten_embedding, aten_slice) and torch's own opset-20 Gelu and opset-23
+// Attention, after onnxscript's optimizer (pre-transposed MatMul weights,
+// constants as initializers). No such file could be produced here (torch
+// 1.13, no dynamo exporter), so this is that source read, not a recording.
+func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm) *onnxpb.ModelProto {
+	t.Helper()
+	w := &dynamoWriter{}
+	weight := func(name string) *compiler.Tensor {
+		x, err := st.Weight(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	param := func(name string) string {
+		x := weight(name)
+		w.inits = append(w.inits, f32Raw(name, x.Shape, x.F32...))
+		return name
+	}
+	// The optimizer folds Transpose(weight) into a new [in, out] initializer.
+	transposed := func(name string) string {
+		x := weight(name)
+		out, in := x.Shape[0], x.Shape[1]
+		y := make([]float32, len(x.F32))
+		for o := range out {
+			for i := range in {
+				y[i*out+o] = x.F32[o*in+i]
+			}
+		}
+		w.next++
+		v := fmt.Sprintf("val_%d", w.next)
+		w.inits = append(w.inits, f32Raw(v, []int64{in, out}, y...))
+		return v
+	}
+	linear := func(x, p string) string {
+		return w.op("Add", []string{w.op("MatMul", []string{x, transposed(p + ".weight")}), param(p + ".bias")})
+	}
+	eps := floatAttr("epsilon", float32(cfg.LayerNormEps))
+	layerNorm := func(x, p string) string {
+		return w.op("LayerNormalization", []string{x, param(p + ".weight"), param(p + ".bias")}, intAttr("axis", -1), eps)
+	}
+	toFloat := intAttr("to", int64(onnxpb.TensorProto_FLOAT))
+	toBool := intAttr("to", int64(onnxpb.TensorProto_BOOL))
+	h, heads := int64(cfg.HiddenSize), int64(cfg.NumHeads)
+	headSize := h / heads
+
+	// Embeddings: (word + token type) + position, positions sliced from
+	// the position_ids buffer.
+	seq := w.dim("input_ids", 1)
+	positionIDs := "bert.embeddings.position_ids"
+	ids := make([]int64, cfg.MaxPositions)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	w.inits = append(w.inits, i64Typed(positionIDs, []int64{1, int64(cfg.MaxPositions)}, ids...))
+	gather := func(table, ids string) string { return w.op("Gather", []string{param(table), ids}) }
+	sum := w.op("Add", []string{gather("bert.embeddings.word_embeddings.weight", "input_ids"), gather("bert.embeddings.token_type_embeddings.weight", "token_type_ids")})
+	positions := w.op("Slice", []string{positionIDs, w.ints(0), seq, w.ints(1), w.ints(1)})
+	sum = w.op("Add", []string{sum, gather("bert.embeddings.position_embeddings.weight", positions)})
+	x := layerNorm(sum, "bert.embeddings.LayerNorm")
+
+	// _prepare_4d_attention_mask_for_sdpa -> AttentionMaskConverter._expand_mask:
+	// mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(f32);
+	// 1 - it, masked_fill(its bool, finfo.min). tgt_len is the input's
+	// sequence length before 4.57, the mask's own after.
+	maskBatch, maskSeq := w.dim("attention_mask", 0), w.dim("attention_mask", 1)
+	tgt := seq
+	if form.transformers457 {
+		tgt = maskSeq
+	}
+	expanded := w.op("Expand", []string{w.op("Unsqueeze", []string{"attention_mask", w.ints(1, 2)}), w.op("Concat", []string{maskBatch, w.ints(1), tgt, maskSeq}, intAttr("axis", 0))})
+	inverted := w.op("Sub", []string{w.float(1), w.op("Cast", []string{expanded}, toFloat)})
+	mask := w.op("Where", []string{w.op("Cast", []string{inverted}, toBool), w.float(-math.MaxFloat32), inverted})
+
+	for l := range cfg.NumLayers {
+		p := "bert.encoder.layer." + strconv.Itoa(l)
+		batch, seqL := w.dim(x, 0), w.dim(x, 1)
+		split := func(part string) string {
+			y := linear(x, p+".attention.self."+part)
+			var shape string
+			if form.transformers457 {
+				shape = w.op("Concat", []string{batch, seqL, w.ints(-1), w.ints(headSize)}, intAttr("axis", 0))
+			} else {
+				shape = w.op("Concat", []string{batch, w.ints(-1), w.ints(heads), w.ints(headSize)}, intAttr("axis", 0))
+			}
+			return w.op("Transpose", []string{w.op("Reshape", []string{y, shape}, intAttr("allowzero", 1))}, intsAttr("perm", 0, 2, 1, 3))
+		}
+		q, k, v := split("query"), split("key"), split("value")
+		layerMask := mask
+		if form.transformers457 {
+			// sdpa_attention_forward: attention_mask[:, :, :, : key.shape[-2]]
+			layerMask = w.op("Slice", []string{mask, w.ints(0), w.dim(k, 2), w.ints(3), w.ints(1)})
+		}
+		var ctx string
+		if form.opset >= 23 {
+			var attrs []*onnxpb.AttributeProto
+			if form.transformers457 {
+				attrs = append(attrs, floatAttr("scale", float32(1/math.Sqrt(float64(headSize)))))
+			}
+			ctx = w.op("Attention", []string{q, k, v, layerMask}, attrs...)
+		} else {
+			// _aten_scaled_dot_product_attention_float_mask_onnx: Kᵀ by a
+			// reshape to 3-D, a static transpose and a reshape back; √scale on
+			// both sides, folded to a constant ([1] when computed from Q's
+			// shape, a scalar when given).
+			kShape := w.op("Shape", []string{k})
+			last := w.op("Slice", []string{kShape, w.ints(-1), w.ints(math.MaxInt64)})
+			secondLast := w.op("Slice", []string{kShape, w.ints(-2), w.ints(-1)})
+			lead := w.op("Slice", []string{kShape, w.ints(math.MinInt64), w.ints(-2)})
+			squeezed := w.op("Reshape", []string{k, w.op("Concat", []string{w.ints(-1), secondLast, last}, intAttr("axis", 0))})
+			kT := w.op("Reshape", []string{w.op("Transpose", []string{squeezed}, intsAttr("perm", 0, 2, 1)), w.op("Concat", []string{lead, last, secondLast}, intAttr("axis", 0))})
+			w.info = append(w.info, tensorInfo(squeezed, onnxpb.TensorProto_FLOAT, strconv.FormatInt(heads, 10)+"*batch", "sequence", headSize))
+			sqrtScale := float32(math.Sqrt(1 / math.Sqrt(float64(headSize))))
+			var c string
+			if form.transformers457 {
+				c = w.float(sqrtScale)
+			} else {
+				c = w.float(sqrtScale, 1)
+			}
+			scores := w.op("MatMul", []string{w.op("Mul", []string{q, c}), w.op("Mul", []string{kT, c})})
+			probs := w.op("Softmax", []string{w.op("Add", []string{scores, layerMask})}, intAttr("axis", -1))
+			ctx = w.op("MatMul", []string{probs, v})
+		}
+		var merge string
+		if form.transformers457 {
+			merge = w.op("Concat", []string{batch, seqL, w.ints(-1)}, intAttr("axis", 0))
+		} else {
+			merge = w.op("Concat", []string{batch, seqL, w.ints(h)}, intAttr("axis", 0))
+		}
+		merged := w.op("Reshape", []string{w.op("Transpose", []string{ctx}, intsAttr("perm", 0, 2, 1, 3)), merge}, intAttr("allowzero", 1))
+		x1 := layerNorm(w.op("Add", []string{linear(merged, p+".attention.output.dense"), x}), p+".attention.output.LayerNorm")
+		up := linear(x1, p+".intermediate.dense")
+		var gelu string
+		if form.opset >= 20 {
+			gelu = w.op("Gelu", []string{up}, &onnxpb.AttributeProto{Name: proto.String("approximate"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte("none")})
+		} else {
+			erf := w.op("Erf", []string{w.op("Div", []string{up, w.float(float32(math.Sqrt2))})})
+			gelu = w.op("Mul", []string{up, w.op("Mul", []string{w.float(0.5), w.op("Add", []string{erf, w.float(1)})})})
+		}
+		x = layerNorm(w.op("Add", []string{linear(gelu, p+".output.dense"), x1}), p+".output.LayerNorm")
+	}
+	// Pooler and classifier: hidden[:, 0], then Linear on 2-D input is Gemm.
+	w.next++
+	zero := fmt.Sprintf("val_%d", w.next)
+	w.inits = append(w.inits, i64Typed(zero, nil, 0))
+	first := w.op("Gather", []string{x, zero}, intAttr("axis", 1))
+	pooled := w.op("Tanh", []string{w.op("Gemm", []string{first, param("bert.pooler.dense.weight"), param("bert.pooler.dense.bias")}, intAttr("transB", 1))})
+	w.nodes = append(w.nodes, node("Gemm", "node_Gemm_logits", []string{pooled, param("classifier.weight"), param("classifier.bias")}, []string{"logits"}, intAttr("transB", 1)))
+	m := model(form.opset, &onnxpb.GraphProto{
+		Name: proto.String("main_graph"), Node: w.nodes, Initializer: w.inits, ValueInfo: w.info,
+		Input: []*onnxpb.ValueInfoProto{
+			tensorInfo("input_ids", onnxpb.TensorProto_INT64, "batch", "sequence"),
+			tensorInfo("attention_mask", onnxpb.TensorProto_INT64, "batch", "sequence"),
+			tensorInfo("token_type_ids", onnxpb.TensorProto_INT64, "batch", "sequence"),
+		},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("logits", onnxpb.TensorProto_FLOAT, "batch", 2)},
+	})
+	m.ProducerName = proto.String("pytorch")
+	m.ProducerVersion = proto.String("2.9.0")
+	return m
+}
+
+// dynamoForms are the forms the tests write.
+var dynamoForms = []dynamoForm{{opset: 20}, {opset: 18}, {opset: 23}, {opset: 20, transformers457: true}, {opset: 23, transformers457: true}}
+
+// sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini, serialized,
+// with the model's directory (its reference is there).
+func sharedDynamoBERT(t *testing.T, form dynamoForm) (dir string, model []byte) {
+	t.Helper()
+	dir = testmodels.ModelDir(t, "sst2-bert-mini")
+	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := hf.OpenSafetensors(filepath.Join(dir, hf.SafetensorsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, marshal(t, dynamoBERT(t, cfg, st, form))
+}
+
+// TestDynamoBERTMatchesReference: sst2-bert-mini as torch.onnx's dynamo
+// exporter writes it (the default exporter since torch 2.9) loads,
+// reproduces PyTorch's logits on padded batches, and canonicalises to the
+// same ops as its TorchScript export: one sqc.Attention per layer on one
+// sqc.AttentionMask, fused GELUs, LayerNorms, Linears and embeddings.
+// SQC_DYNAMO_MODEL_OUT=dir saves each form there (to run in ONNX Runtime).
+func TestDynamoBERTMatchesReference(t *testing.T) {
+	var torchOps map[string]int
+	for _, form := range dynamoForms {
+		t.Run(form.String(), func(t *testing.T) {
+			dir, data := sharedDynamoBERT(t, form)
+			if out := os.Getenv("SQC_DYNAMO_MODEL_OUT"); out != "" {
+				if err := os.WriteFile(filepath.Join(out, form.String()+".onnx"), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g, err := Decode(data, "dynamo-bert.onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Verify(); err != nil {
+				t.Fatalf("graph does not verify: %v", err)
+			}
+			ref, err := testmodels.LoadReference(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, err := interp.New(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const batch, sentences = 8, 32
+			var got, want [][]float32
+			for at := 0; at < sentences; at += batch {
+				in, err := testmodels.Inputs(g, ref.Examples[at:at+batch])
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := it.Run(in, &interp.Options{Threads: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r := range batch {
+					got = append(got, out["logits"].F32[2*r:2*r+2])
+				}
+				want = append(want, ref.Logits[at:at+batch]...)
+			}
+			if d := testmodels.MaxAbsDiff(got, want); !(d <= 1e-4) {
+				t.Errorf("max |logit - reference| = %.3g over %d padded sentences, want <= 1e-4", d, sentences)
+			} else {
+				t.Logf("max |logit - reference| = %.3g over %d padded sentences", d, sentences)
+			}
+			if torchOps == nil {
+				torch, err := Load(filepath.Join(dir, "model.onnx"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				torchOps = canonicalOps(t, torch)
+			}
+			if ops := canonicalOps(t, g); !maps.Equal(ops, torchOps) {
+				t.Errorf("canonical ops differ from the TorchScript export's:\ndynamo %v\ntorch  %v", ops, torchOps)
+			}
+		})
+	}
+}
+
+// canonicalOps runs sqc's FP32 pipeline on g and counts its ops.
+func canonicalOps(t *testing.T, g *compiler.Graph) map[string]int {
+	t.Helper()
+	if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, n := range g.Nodes {
+		ops[n.Op]++
+	}
+	return ops
+}
+
+// TestDynamoBERTInONNXRuntime runs every form of TestDynamoBERTMatchesReference
+// in ONNX Runtime, which implements opsets 18 to 23 (Gelu and Attention
+// included): its logits must be PyTorch's too, or the test models would
+// not mean what the ONNX ops they use mean.
+func TestDynamoBERTInONNXRuntime(t *testing.T) {
+	for _, form := range dynamoForms {
+		t.Run(form.String(), func(t *testing.T) {
+			dir, data := sharedDynamoBERT(t, form)
+			wantORTMatchesReference(t, dir, data)
+		})
+	}
+}

@@ -1,0 +1,111 @@
+package passes
+
+import (
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// SimplifyShapeOps rewrites data movement that inferred shapes prove
+// simpler, in the forms torch.onnx's dynamo exporter writes:
+//
+//   - Reshape(Transpose<0,2,1>(Reshape(x, [-1, a, b])), [lead..., b, a]),
+//     where a and b are x's last two dims and lead its leading ones,
+//     becomes Transpose(x) of its last two axes. onnxscript's
+//     scaled_dot_product_attention writes Kᵀ so (a static permutation on
+//     a tensor of any rank); FuseAttention matches Kᵀ as the Transpose it
+//     is. The first Reshape keeps x's rows of a·b elements in order and
+//     only merges the leading dims, the second only splits them again, so
+//     element [lead, j, i] of the result is x[lead, i, j].
+//   - A Slice whose output has provably its input's shape, with unit
+//     steps, keeps every element and becomes an Identity: transformers
+//     4.57's attention_mask[:, :, :, :key_len] on a mask that is key_len
+//     wide already.
+//
+// Proof is by dims that are the same known size or the same symbol
+// (sameDim); a dim inference leaves unknown proves nothing, and the node
+// stays.
+var SimplifyShapeOps = Pass{Name: "SimplifyShapeOps", Run: simplifyShapeOps}
+
+func simplifyShapeOps(g *compiler.Graph) (bool, error) {
+	ix := newIndex(g)
+	repl := map[*compiler.Node]*compiler.Node{}
+	for _, n := range g.Nodes {
+		switch n.Op {
+		case "Reshape":
+			if x, perm, ok := matchReshapedSwap(ix, n); ok {
+				repl[n] = &compiler.Node{Name: n.Name, Op: "Transpose", Inputs: []string{x}, Outputs: []string{n.Outputs[0]},
+					Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(perm...)}}
+			}
+		case "Slice":
+			if keepsAll(ix, n) {
+				repl[n] = &compiler.Node{Name: n.Name, Op: "Identity", Inputs: []string{n.Inputs[0]}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}
+			}
+		}
+	}
+	replaceNodes(g, repl)
+	return len(repl) > 0, nil
+}
+
+// matchReshapedSwap matches the outer Reshape of Reshape(Transpose<0,2,1>(
+// Reshape(x, ...)), ...) swapping x's last two axes, and returns x and the
+// permutation that does it in one Transpose.
+func matchReshapedSwap(ix *index, outer *compiler.Node) (string, []int64, bool) {
+	tr := ix.producedBy(outer.Inputs[0], "Transpose")
+	if tr == nil || !permIs(tr, []int64{0, 2, 1}) {
+		return "", nil, false
+	}
+	inner := ix.producedBy(tr.Inputs[0], "Reshape")
+	if inner == nil {
+		return "", nil, false
+	}
+	x := inner.Inputs[0]
+	xv, mid, out := valueInfo(ix.g, x), valueInfo(ix.g, inner.Outputs[0]), valueInfo(ix.g, outer.Outputs[0])
+	if xv == nil || mid == nil || out == nil {
+		return "", nil, false
+	}
+	r := len(xv.Shape)
+	if r < 3 || len(mid.Shape) != 3 || len(out.Shape) != r {
+		return "", nil, false
+	}
+	a, b := xv.Shape[r-2], xv.Shape[r-1]
+	if !sameDim(mid.Shape[1], a) || !sameDim(mid.Shape[2], b) || !sameDim(out.Shape[r-2], b) || !sameDim(out.Shape[r-1], a) {
+		return "", nil, false
+	}
+	for i := range r - 2 {
+		if !sameDim(out.Shape[i], xv.Shape[i]) {
+			return "", nil, false
+		}
+	}
+	perm := make([]int64, r)
+	for i := range perm {
+		perm[i] = int64(i)
+	}
+	perm[r-2], perm[r-1] = perm[r-1], perm[r-2]
+	return x, perm, true
+}
+
+// keepsAll reports whether Slice node n provably returns its input: every
+// step is 1 and the output's shape is the input's, dim by dim.
+func keepsAll(ix *index, n *compiler.Node) bool {
+	if len(n.Inputs) < 3 || n.HasAttr("starts") { // opset-10+ form only
+		return false
+	}
+	if len(n.Inputs) > 4 && n.Inputs[4] != "" {
+		steps := n.Inputs[4]
+		s, ok := ix.ints(steps)
+		if !ok || slices.ContainsFunc(s, func(v int64) bool { return v != 1 }) {
+			return false
+		}
+	}
+	in, out := valueInfo(ix.g, n.Inputs[0]), valueInfo(ix.g, n.Outputs[0])
+	if in == nil || out == nil || in.Shape == nil || len(in.Shape) != len(out.Shape) {
+		return false
+	}
+	for i := range in.Shape {
+		if !sameDim(in.Shape[i], out.Shape[i]) {
+			return false
+		}
+	}
+	return true
+}
