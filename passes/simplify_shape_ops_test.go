@@ -1,0 +1,127 @@
+package passes
+
+import (
+	"math"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/blocks"
+)
+
+// reshapedSwap is onnxscript's Kᵀ on x [batch, 4, seq, 8]: Reshape to
+// [-1, a, b] from Shape(x) slices, Transpose<0,2,1>, Reshape back to
+// lead ++ outer (outer names two of last/secondLast: [last, secondLast]
+// is the swap, [secondLast, last] only a reshape back).
+func reshapedSwap(t *testing.T, swap bool) *compiler.Graph {
+	t.Helper()
+	g := compiler.NewGraph("swap")
+	g.Inputs = []*compiler.Value{{Name: "x", DType: compiler.Float32, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Size: 4}, {Param: "seq", Size: -1}, {Size: 8}}}}
+	b := blocks.Builder{G: g}
+	shape := b.Op("Shape", "k_shape", "x")
+	last := b.Op("Slice", "last", shape, b.Ints("const.[-1]", -1), b.Ints("const.[max]", math.MaxInt64))
+	secondLast := b.Op("Slice", "second_last", shape, b.Ints("const.[-2]", -2), b.Ints("const.[-1]", -1))
+	lead := b.Op("Slice", "lead", shape, b.Ints("const.[min]", math.MinInt64), b.Ints("const.[-2]", -2))
+	concat := func(name string, in ...string) string {
+		return b.OpAttrs("Concat", name, map[string]compiler.Attr{"axis": compiler.IntAttr(0)}, in...)
+	}
+	squeezed := b.Op("Reshape", "squeezed", "x", concat("squeezed_shape", b.Ints("const.[-1]", -1), secondLast, last))
+	tr := b.OpAttrs("Transpose", "swapped", map[string]compiler.Attr{"perm": compiler.IntsAttr(0, 2, 1)}, squeezed)
+	var outer string
+	if swap {
+		outer = concat("kt_shape", lead, last, secondLast)
+	} else {
+		outer = concat("kt_shape", lead, secondLast, last)
+	}
+	y := b.Op("Reshape", "kt", tr, outer)
+	g.Outputs = []*compiler.Value{{Name: b.Rename(y, "y"), DType: compiler.Float32}}
+	if err := g.InferShapes(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestSimplifyReshapedSwap: the reshape-transpose-reshape Kᵀ becomes one
+// Transpose<0,1,3,2> computing the same; the same chain reshaping back to
+// the unswapped dims (a real reshuffle, not a swap) stays.
+func TestSimplifyReshapedSwap(t *testing.T) {
+	x := randomF32(1, 2, 4, 5, 8)
+	g := reshapedSwap(t, true)
+	after := applyPass(t, g, SimplifyShapeOps, EliminateDeadNodes)
+	wantOps(t, after, map[string]int{"Transpose": 1})
+	for _, n := range after.Nodes {
+		if n.Op == "Transpose" && !permIs(n, []int64{0, 1, 3, 2}) {
+			t.Errorf("perm %v, want [0 1 3 2]", n.Attrs["perm"].Ints)
+		}
+	}
+	wantEquivalent(t, g, after, map[string]*compiler.Tensor{"x": x}, 0)
+
+	g = reshapedSwap(t, false)
+	if after := applyPass(t, g, SimplifyShapeOps); OpHistogram(after)["Reshape"] != 2 {
+		t.Errorf("a reshape back to [.., seq, 8] taken for a swap:\n%s", after.Text())
+	}
+}
+
+// TestSimplifyFullSlice: a mask sliced to a width read from another
+// value's shape, the same symbol as its own, is an Identity (and gone
+// after the sweep); sliced to a constant width, or with step 2, it stays.
+func TestSimplifyFullSlice(t *testing.T) {
+	build := func(end string, step int64) *compiler.Graph {
+		g := compiler.NewGraph("slice")
+		seq := compiler.Dim{Param: "seq", Size: -1}
+		g.Inputs = []*compiler.Value{
+			{Name: "mask", DType: compiler.Float32, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Size: 1}, seq, seq}},
+			{Name: "key", DType: compiler.Float32, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Size: 4}, seq, {Size: 8}}},
+		}
+		b := blocks.Builder{G: g}
+		if end == "" {
+			end = b.OpAttrs("Shape", "key_len", map[string]compiler.Attr{"start": compiler.IntAttr(2), "end": compiler.IntAttr(3)}, "key")
+		}
+		y := b.Op("Slice", "sliced", "mask", b.Ints("const.[0]", 0), end, b.Ints("const.[3]", 3), b.Ints("const.step", step))
+		g.Outputs = []*compiler.Value{{Name: b.Rename(b.Op("Neg", "neg", y), "y"), DType: compiler.Float32}}
+		if err := g.InferShapes(); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	in := map[string]*compiler.Tensor{"mask": randomF32(2, 2, 1, 3, 3), "key": randomF32(3, 2, 4, 3, 8)}
+	g := build("", 1)
+	after := applyPass(t, g, SimplifyShapeOps, EliminateDeadNodes)
+	wantOps(t, after, map[string]int{"Neg": 1})
+	wantEquivalent(t, g, after, in, 0)
+
+	for _, tc := range []struct {
+		name string
+		g    *compiler.Graph
+	}{
+		{"step 2", build("", 2)},
+		{"reversed", func() *compiler.Graph {
+			// All 3 keys of a static mask, in reverse: same shape, not the same.
+			g := compiler.NewGraph("reverse")
+			g.Inputs = []*compiler.Value{{Name: "mask", DType: compiler.Float32, Shape: compiler.StaticShape(2, 1, 3, 3)}}
+			b := blocks.Builder{G: g}
+			y := b.Op("Slice", "reversed", "mask", b.Ints("const.[-1]", -1), b.Ints("const.[min]", math.MinInt64), b.Ints("const.[3]", 3), b.Ints("const.[-1]", -1))
+			g.Outputs = []*compiler.Value{{Name: b.Rename(b.Op("Neg", "neg", y), "y"), DType: compiler.Float32}}
+			if err := g.InferShapes(); err != nil {
+				t.Fatal(err)
+			}
+			if v := valueInfo(g, y); v == nil || !v.Shape.Equal(compiler.StaticShape(2, 1, 3, 3)) {
+				t.Fatalf("reversed slice inferred as %v", v)
+			}
+			return g
+		}()},
+		{"constant width", func() *compiler.Graph {
+			g := build("width", 1)
+			g.Initializers["width"] = int64Tensor([]int64{1}, 2)
+			if err := g.InferShapes(); err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if after := applyPass(t, tc.g, SimplifyShapeOps); OpHistogram(after)["Slice"] != 1 {
+				t.Errorf("a slice that may drop elements became an Identity:\n%s", after.Text())
+			}
+		})
+	}
+}
