@@ -1,8 +1,11 @@
 package compiler
 
 // ONNX (default domain) ops: every op torch.onnx.export emits for HF BERT,
-// DistilBERT, RoBERTa and MiniLM encoders at opsets 11-17. Semantics are
-// ONNX's; Doc notes where an op's interface differs between opsets.
+// DistilBERT, RoBERTa and MiniLM encoders at opsets 11-23 (none of these
+// changes meaning between 17 and 23 beyond new dtypes sqc does not read).
+// Semantics are ONNX's; Doc notes where an op's interface differs between
+// opsets. The function ops of newer opsets the dynamo exporter writes
+// (Gelu, Attention) are not here: the ONNX frontend expands them.
 
 func onnxOps() []*OpDef {
 	return []*OpDef{

@@ -272,7 +272,7 @@ func (e *contribExpander) constant(name string) *compiler.Tensor {
 // among them as they read before expansion).
 var rankKeepingOps = []string{"Cast", "Add", "Sub", "Mul", "Div", "Softmax", "Relu", "Tanh", "Erf", "Sigmoid", "Identity", "LayerNormalization",
 	contribOp("SkipLayerNormalization"), contribOp("LayerNormalization"), contribOp("BiasGelu"), contribOp("FastGelu"), contribOp("Gelu"),
-	contribOp("QuickGelu"), contribOp("Attention"), contribOp("MultiHeadAttention")}
+	contribOp("QuickGelu"), contribOp("Attention"), contribOp("MultiHeadAttention"), functionOp("Gelu"), functionOp("Attention")}
 
 // swapLast transposes the last two axes of x, whose rank must be known.
 func (e *contribExpander) swapLast(n *compiler.Node, x, which string) (string, error) {

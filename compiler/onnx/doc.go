@@ -8,7 +8,7 @@
 // cgo. Unknown fields from newer ONNX releases are skipped.
 //
 // What the loader guarantees about the Graph it returns:
-//   - Opset is the default-domain ("" or "ai.onnx") opset, within 11..17
+//   - Opset is the default-domain ("" or "ai.onnx") opset, within 11..23
 //     unless Options.AllowAnyOpset is set.
 //   - Every node's op is an op of the default ONNX domain in compiler's op
 //     table (compiler.LookupOp); otherwise one error lists every unsupported
@@ -17,7 +17,10 @@
 //     ops of BERT-family models (Attention, MultiHeadAttention, EmbedLayerNormalization,
 //     SkipLayerNormalization, the GELUs, FusedMatMul, FusedGemm) are read
 //     and expanded into the default-domain ops a torch export has for the
-//     same computation (contrib.go), so the graph holds none of them.
+//     same computation (contrib.go), so the graph holds none of them; so
+//     are the default-domain ops that ONNX defines as functions and the
+//     dynamo exporter writes, Gelu (opset 20) and Attention (opset 23)
+//     (functions.go).
 //   - Inputs are the graph inputs that are not initializers, with dtype and
 //     symbolic shape (dim_param becomes Dim{Param, Size: -1}, a missing
 //     dimension Dim{Size: -1}, a missing shape a nil Shape).

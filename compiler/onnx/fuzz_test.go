@@ -72,6 +72,11 @@ func decodeSeeds(t testing.TB) map[string][]byte {
 	m.Graph.Node[2].Attribute = nil // Attention without num_heads
 	add("bad_contrib_attention", m)
 
+	add("valid_functions", functionSeed())
+	m = functionSeed()
+	m.Graph.Node[1].Attribute = nil // 3-D Attention without head counts
+	add("bad_function_attention", m)
+
 	m = tinyModel()
 	m.Graph.Node[4].Input[1] = "ghost"
 	add("bad_missing_tensor", m)
@@ -251,4 +256,19 @@ func contribSeed() *onnxpb.ModelProto {
 	})
 	m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String(contribDomain), Version: proto.Int64(1)})
 	return m
+}
+
+// functionSeed is a small opset-23 model with the ONNX function ops the
+// frontend expands: Gelu, then 3-D self-attention with a boolean mask.
+func functionSeed() *onnxpb.ModelProto {
+	return model(23, &onnxpb.GraphProto{
+		Name: proto.String("functions"),
+		Node: []*onnxpb.NodeProto{
+			node("Gelu", "gelu", []string{"x"}, []string{"g"}, strAttr("approximate", "tanh")),
+			node("Attention", "attention", []string{"g", "g", "g", "mask"}, []string{"y"}, intAttr("q_num_heads", 2), intAttr("kv_num_heads", 2)),
+		},
+		Input: []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "batch", 3, 4),
+			tensorInfo("mask", onnxpb.TensorProto_BOOL, "batch", 1, 1, 3)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, "batch", 3, 4)},
+	})
 }
