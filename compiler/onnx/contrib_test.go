@@ -17,7 +17,6 @@ import (
 	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/compiler/onnx/internal/onnxpb"
 	"github.com/sqc-dev/sqc/internal/testmodels"
-	"github.com/sqc-dev/sqc/passes"
 )
 
 // contribBERT writes sst2-bert-mini (config cfg, weights st) as ONNX
@@ -192,39 +191,10 @@ func TestContribBERTMatchesReference(t *testing.T) {
 			t.Fatalf("node %s keeps op %s after expansion", n.Name, n.Op)
 		}
 	}
-	ref, err := testmodels.LoadReference(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := interp.New(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Batches of 8 sentences of different lengths, padded to the longest.
-	const batch, sentences = 8, 64
-	var got, want [][]float32
-	for at := 0; at < sentences; at += batch {
-		in, err := testmodels.Inputs(g, ref.Examples[at:at+batch])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := it.Run(in, &interp.Options{Threads: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := range batch {
-			got = append(got, out["logits"].F32[2*r:2*r+2])
-		}
-		want = append(want, ref.Logits[at:at+batch]...)
-	}
 	// As hf's reference test: PyTorch's FP32 logits to within summation
 	// order (the expansion adds SkipLayerNorm's bias in the torch export's
 	// order, not ONNX Runtime's).
-	if d := testmodels.MaxAbsDiff(got, want); !(d <= 1e-4) {
-		t.Errorf("max |logit - reference| = %.3g over %d padded sentences, want <= 1e-4", d, sentences)
-	} else {
-		t.Logf("max |logit - reference| = %.3g over %d padded sentences", d, sentences)
-	}
+	wantInterpMatchesReference(t, g, dir, 64)
 
 	torch, err := Load(filepath.Join(dir, "model.onnx"))
 	if err != nil {
@@ -241,17 +211,7 @@ func TestContribBERTMatchesReference(t *testing.T) {
 	if a, b := f32s(g), f32s(torch); a < b || a > b+64 {
 		t.Errorf("%d float32 parameters after expansion, the torch export has %d", a, b)
 	}
-	canon := func(g *compiler.Graph) map[string]int {
-		if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
-			t.Fatal(err)
-		}
-		ops := map[string]int{}
-		for _, n := range g.Nodes {
-			ops[n.Op]++
-		}
-		return ops
-	}
-	if a, b := canon(g), canon(torch); !maps.Equal(a, b) {
+	if a, b := canonicalOps(t, g), canonicalOps(t, torch); !maps.Equal(a, b) {
 		t.Errorf("canonical ops differ:\nfused %v\ntorch %v", a, b)
 	}
 	// EmbedLayerNormalization sums (word + position) + segment, which the
@@ -453,6 +413,42 @@ func TestContribRankFromReshape(t *testing.T) {
 	}
 	if got := y.F32[1*20+2*5+4]; got != want {
 		t.Errorf("y[1,2,4] = %g, want %g", got, want)
+	}
+}
+
+// wantInterpMatchesReference runs g in sqc's FP32 interpreter on the first
+// sentences reference sentences of the model in dir, in padded batches of
+// 8 (so masks mask), and wants PyTorch's logits to 1e-4.
+func wantInterpMatchesReference(t *testing.T, g *compiler.Graph, dir string, sentences int) {
+	t.Helper()
+	ref, err := testmodels.LoadReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := interp.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch = 8
+	var got, want [][]float32
+	for at := 0; at < sentences; at += batch {
+		in, err := testmodels.Inputs(g, ref.Examples[at:at+batch])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := it.Run(in, &interp.Options{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range batch {
+			got = append(got, out["logits"].F32[2*r:2*r+2])
+		}
+		want = append(want, ref.Logits[at:at+batch]...)
+	}
+	if d := testmodels.MaxAbsDiff(got, want); !(d <= 1e-4) {
+		t.Errorf("max |logit - reference| = %.3g over %d padded sentences, want <= 1e-4", d, sentences)
+	} else {
+		t.Logf("max |logit - reference| = %.3g over %d padded sentences", d, sentences)
 	}
 }
 

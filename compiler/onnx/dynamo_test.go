@@ -13,7 +13,6 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/hf"
-	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/compiler/onnx/internal/onnxpb"
 	"github.com/sqc-dev/sqc/internal/testmodels"
 	"github.com/sqc-dev/sqc/passes"
@@ -288,35 +287,7 @@ func TestDynamoBERTMatchesReference(t *testing.T) {
 			if err := g.Verify(); err != nil {
 				t.Fatalf("graph does not verify: %v", err)
 			}
-			ref, err := testmodels.LoadReference(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			it, err := interp.New(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const batch, sentences = 8, 32
-			var got, want [][]float32
-			for at := 0; at < sentences; at += batch {
-				in, err := testmodels.Inputs(g, ref.Examples[at:at+batch])
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, err := it.Run(in, &interp.Options{Threads: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for r := range batch {
-					got = append(got, out["logits"].F32[2*r:2*r+2])
-				}
-				want = append(want, ref.Logits[at:at+batch]...)
-			}
-			if d := testmodels.MaxAbsDiff(got, want); !(d <= 1e-4) {
-				t.Errorf("max |logit - reference| = %.3g over %d padded sentences, want <= 1e-4", d, sentences)
-			} else {
-				t.Logf("max |logit - reference| = %.3g over %d padded sentences", d, sentences)
-			}
+			wantInterpMatchesReference(t, g, dir, 32)
 			if torchOps == nil {
 				torch, err := Load(filepath.Join(dir, "model.onnx"))
 				if err != nil {
