@@ -23,6 +23,22 @@ func onnxOps() []*OpDef {
 		compare("Equal", "C = (A == B) elementwise with broadcasting; bool result.", 11, foldEqual),
 		compare("Less", "C = (A < B) elementwise with broadcasting; bool result.", 9, foldLess),
 		compare("Greater", "C = (A > B) elementwise with broadcasting; bool result.", 9, foldGreater),
+		compare("GreaterOrEqual", "C = (A >= B) elementwise with broadcasting; bool result.", 12, foldGreaterOrEqual),
+		compare("LessOrEqual", "C = (A <= B) elementwise with broadcasting; bool result.", 12, foldLessOrEqual),
+		logical("And", "C = A and B elementwise on bools with broadcasting.", foldAnd),
+		logical("Or", "C = A or B elementwise on bools with broadcasting.", foldOr),
+		{
+			Name: "Max", Since: 8, Doc: "Max = the elementwise maximum of one or more inputs with numpy broadcasting (NaN if any input is NaN).",
+			MinInputs: 1, MaxInputs: Variadic, MinOutputs: 1, MaxOutputs: 1,
+			DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": numericTypes()}},
+			Shape:  broadcastRule(foldMax),
+		},
+		{
+			Name: "IsNaN", Since: 9, Doc: "Y = (X is NaN) elementwise; bool result.",
+			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
+			DTypes: DTypeRule{In: []string{"T"}, Out: []string{"bool"}, Vars: map[string][]DType{"T": floatTypes()}},
+			Shape:  func(a *InferArgs) ([]Inferred, error) { return one(a.in(0).Shape.Clone()), nil },
+		},
 		unary("Sqrt", "Y = sqrt(X) elementwise.", 6, floatTypes()),
 		unary("Erf", "Y = erf(X) elementwise (Gauss error function).", 9, floatTypes()),
 		unary("Tanh", "Y = tanh(X) elementwise.", 6, floatTypes()),
@@ -30,6 +46,14 @@ func onnxOps() []*OpDef {
 		unary("Sigmoid", "Y = 1 / (1 + exp(-X)) elementwise.", 6, floatTypes()),
 		withFold(unary("Neg", "Y = -X elementwise.", 6, signedTypes()), foldNeg),
 		withFold(unary("Not", "Y = !X elementwise on bools.", 1, []DType{Bool}), foldNot),
+		{
+			Name: "GatherND", Since: 11, Doc: "Output = Data gathered at the index tuples of Indices' last axis (length k): shape indices[:-1] + data[batch_dims + k:], " +
+				"the first batch_dims axes (attribute, opset 12+, default 0) shared by Data and Indices; negative indices count from the end.",
+			MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
+			Attrs:  []AttrSpec{{Name: "batch_dims", Kind: AttrInt}},
+			DTypes: DTypeRule{In: []string{"T", "i64"}, Out: []string{"T"}},
+			Shape:  gatherNDShape,
+		},
 		{
 			Name: "Identity", Since: 1, Doc: "Y = X (a copy; carries contents through constant folding).",
 			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
@@ -204,6 +228,16 @@ func compare(name, doc string, since int64, fold func([]SymInt) SymInt) *OpDef {
 		Name: name, Since: since, Doc: doc,
 		MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
 		DTypes: DTypeRule{In: []string{"T", "T"}, Out: []string{"bool"}, Vars: map[string][]DType{"T": allTypes()}},
+		Shape:  broadcastRule(fold),
+	}
+}
+
+// logical defines a two-input op on bools (And, Or; opset 7 broadcasting).
+func logical(name, doc string, fold func([]SymInt) SymInt) *OpDef {
+	return &OpDef{
+		Name: name, Since: 7, Doc: doc,
+		MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
+		DTypes: DTypeRule{In: []string{"bool", "bool"}, Out: []string{"bool"}},
 		Shape:  broadcastRule(fold),
 	}
 }

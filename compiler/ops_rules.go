@@ -279,6 +279,49 @@ func foldLess(x []SymInt) SymInt {
 
 func foldGreater(x []SymInt) SymInt { return foldLess([]SymInt{x[1], x[0]}) }
 
+// foldGreaterOrEqual is Not(Less): certain where Less is.
+func foldGreaterOrEqual(x []SymInt) SymInt { return foldNot([]SymInt{foldLess(x)}) }
+
+func foldLessOrEqual(x []SymInt) SymInt { return foldGreaterOrEqual([]SymInt{x[1], x[0]}) }
+
+// foldAnd and foldOr are certain when one side decides or both are known.
+func foldAnd(x []SymInt) SymInt {
+	a, b := x[0], x[1]
+	switch {
+	case a.IsConst() && a.Val == 0, b.IsConst() && b.Val == 0:
+		return boolSym(false)
+	case a.IsConst() && b.IsConst():
+		return boolSym(true)
+	}
+	return symUnknown()
+}
+
+func foldOr(x []SymInt) SymInt {
+	a, b := x[0], x[1]
+	switch {
+	case a.IsConst() && a.Val != 0, b.IsConst() && b.Val != 0:
+		return boolSym(true)
+	case a.IsConst() && b.IsConst():
+		return boolSym(false)
+	}
+	return symUnknown()
+}
+
+// foldMax folds the maximum of known values.
+func foldMax(x []SymInt) SymInt {
+	m := x[0]
+	for _, v := range x[1:] {
+		if !m.IsConst() || !v.IsConst() {
+			return symUnknown()
+		}
+		m.Val = max(m.Val, v.Val)
+	}
+	if !m.IsConst() {
+		return symUnknown()
+	}
+	return m
+}
+
 func foldNot(x []SymInt) SymInt {
 	if x[0].IsConst() {
 		return boolSym(x[0].Val == 0)

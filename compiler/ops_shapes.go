@@ -892,3 +892,30 @@ func ceilDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// gatherNDShape: indices[:-1] + data[batch_dims + k:], k = indices' last
+// dim, which must be known to know the rank.
+func gatherNDShape(a *InferArgs) ([]Inferred, error) {
+	data, idx := a.in(0).Shape, a.in(1).Shape
+	if data == nil || idx == nil {
+		return one(nil), nil
+	}
+	b := a.Node.AttrInt("batch_dims", 0)
+	if len(idx) == 0 || b < 0 || b >= int64(len(idx)) || b >= int64(len(data)) {
+		return nil, fmt.Errorf("%w: GatherND of indices %s with batch_dims %d on data %s", ErrShapeMismatch, idx, b, data)
+	}
+	k := idx[len(idx)-1]
+	if !k.Known() {
+		return one(nil), nil
+	}
+	if k.Size < 1 || b+k.Size > int64(len(data)) {
+		return nil, fmt.Errorf("%w: GatherND index tuples of length %d with batch_dims %d on data %s", ErrShapeMismatch, k.Size, b, data)
+	}
+	for i := range b {
+		if !dimsMatch(data[i], idx[i]) {
+			return nil, fmt.Errorf("%w: GatherND batch dim %d: data %s, indices %s", ErrShapeMismatch, i, data, idx)
+		}
+	}
+	out := append(idx[:len(idx)-1].Clone(), data[b+k.Size:]...)
+	return one(out), nil
+}

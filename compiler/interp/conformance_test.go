@@ -31,7 +31,7 @@ var conformancePrefixes = []string{
 	"reduce_sum", "layer_normalization", "softmax", "transpose", "reshape",
 	"unsqueeze", "squeeze", "cast", "concat", "slice", "shape", "constant",
 	"constantofshape", "where", "equal", "less", "greater", "expand",
-	"range", "identity",
+	"range", "identity", "and", "or", "max", "isnan",
 }
 
 // TestONNXConformance runs ONNX's backend node test cases for every op in

@@ -236,6 +236,77 @@ func not(c *call) ([]*Tensor, error) {
 	return []*Tensor{unaryApply(x, func(v bool) bool { return !v })}, nil
 }
 
+// logical returns the kernel of And or Or on bools.
+func logical(and bool) kernelFunc {
+	return func(c *call) ([]*Tensor, error) {
+		a, b := c.in[0], c.in[1]
+		if a.DType != Bool || b.DType != Bool {
+			return nil, fmt.Errorf("%w: logical op on %s and %s, want bool", ErrDTypeMismatch, a.DType, b.DType)
+		}
+		if and {
+			return one(binaryApply(a, b, func(x, y bool) bool { return x && y }))
+		}
+		return one(binaryApply(a, b, func(x, y bool) bool { return x || y }))
+	}
+}
+
+// isNaN is ONNX IsNaN: bool output.
+func isNaN(c *call) ([]*Tensor, error) {
+	x := c.in[0]
+	switch x.DType {
+	case Float32:
+		return []*Tensor{unaryApply(x, func(v float32) bool { return v != v })}, nil
+	case Float64:
+		return []*Tensor{unaryApply(x, func(v float64) bool { return v != v })}, nil
+	}
+	return nil, unsupported(x.DType)
+}
+
+// maxKernel is ONNX Max: the elementwise maximum of its inputs, folded
+// left to right with broadcasting; a NaN operand gives NaN.
+func maxKernel(c *call) ([]*Tensor, error) {
+	if err := sameDType(c.in...); err != nil {
+		return nil, err
+	}
+	acc := c.in[0]
+	for _, b := range c.in[1:] {
+		var err error
+		switch acc.DType {
+		case Float32:
+			acc, err = binaryApply(acc, b, func(x, y float32) float32 {
+				if x != x || y != y {
+					return float32(math.NaN())
+				}
+				return max(x, y)
+			})
+		case Float64:
+			acc, err = binaryApply(acc, b, func(x, y float64) float64 {
+				if x != x || y != y {
+					return math.NaN()
+				}
+				return max(x, y)
+			})
+		case Int64:
+			acc, err = binaryApply(acc, b, func(x, y int64) int64 { return max(x, y) })
+		case Int32:
+			acc, err = binaryApply(acc, b, func(x, y int32) int32 { return max(x, y) })
+		case Int8:
+			acc, err = binaryApply(acc, b, func(x, y int8) int8 { return max(x, y) })
+		case Uint8:
+			acc, err = binaryApply(acc, b, func(x, y uint8) uint8 { return max(x, y) })
+		default:
+			return nil, unsupported(acc.DType)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(c.in) == 1 {
+		return identity(c)
+	}
+	return []*Tensor{acc}, nil
+}
+
 // compare returns the kernel of Equal, Less or Greater: bool output.
 func compare(op string) kernelFunc {
 	return func(c *call) ([]*Tensor, error) {
@@ -271,6 +342,10 @@ func cmpFunc[T number](op string) func(x, y T) bool {
 		return func(x, y T) bool { return x < y }
 	case "Greater":
 		return func(x, y T) bool { return x > y }
+	case "LessOrEqual":
+		return func(x, y T) bool { return x <= y }
+	case "GreaterOrEqual":
+		return func(x, y T) bool { return x >= y }
 	}
 	return func(x, y T) bool { return x == y }
 }

@@ -69,6 +69,14 @@ var kernels = map[string]kernelSpec{
 	"Greater": {compare("Greater"), 2, 2, 1},
 	"Where":   {where, 3, 3, 1},
 
+	"GreaterOrEqual": {compare("GreaterOrEqual"), 2, 2, 1},
+	"LessOrEqual":    {compare("LessOrEqual"), 2, 2, 1},
+	"And":            {logical(true), 2, 2, 1},
+	"Or":             {logical(false), 2, 2, 1},
+	"Max":            {maxKernel, 1, -1, 1},
+	"IsNaN":          {isNaN, 1, 1, 1},
+	"GatherND":       {gatherND, 2, 2, 1},
+
 	"ReduceMean":         {reduce(true), 1, 2, 1},
 	"ReduceSum":          {reduce(false), 1, 2, 1},
 	"LayerNormalization": {layerNorm, 2, 3, 3},

@@ -449,3 +449,53 @@ func gather(c *call) ([]*Tensor, error) {
 	}
 	return []*Tensor{out}, nil
 }
+
+// gatherND is ONNX GatherND: for each index tuple on indices' last axis
+// (length k), the slice data[batch..., tuple..., :], the first batch_dims
+// axes shared by data and indices.
+func gatherND(c *call) ([]*Tensor, error) {
+	data, indices := c.in[0], c.in[1]
+	b := int(c.node.Attrs.Int("batch_dims", 0))
+	ir := len(indices.Shape)
+	if ir == 0 || b < 0 || b >= ir || b >= len(data.Shape) {
+		return nil, fmt.Errorf("%w: GatherND of indices %v with batch_dims %d on data %v", ErrShapeMismatch, indices.Shape, b, data.Shape)
+	}
+	k := int(indices.Shape[ir-1])
+	if k < 1 || b+k > len(data.Shape) {
+		return nil, fmt.Errorf("%w: GatherND index tuples of length %d with batch_dims %d on data %v", ErrShapeMismatch, k, b, data.Shape)
+	}
+	if !slices.Equal(data.Shape[:b], indices.Shape[:b]) {
+		return nil, fmt.Errorf("%w: GatherND batch dims of data %v and indices %v differ", ErrShapeMismatch, data.Shape, indices.Shape)
+	}
+	ind, err := intValues(indices, "GatherND indices")
+	if err != nil {
+		return nil, err
+	}
+	shape := append(slices.Clone(indices.Shape[:ir-1]), data.Shape[b+k:]...)
+	if _, err := CheckedElements(shape); err != nil {
+		return nil, err
+	}
+	out := NewTensor(data.DType, shape...)
+	inner := int(NumElements(data.Shape[b+k:]))         // elements per gathered slice
+	perBatch := int(NumElements(data.Shape[b:]))        // data elements per batch entry
+	tuples := int(NumElements(indices.Shape[b : ir-1])) // tuples per batch entry
+	for bi := range int(NumElements(data.Shape[:b])) {
+		for t := range tuples {
+			at := (bi*tuples + t) * k
+			off := 0
+			for j := range k {
+				d := data.Shape[b+j]
+				i := ind[at+j]
+				if i < 0 {
+					i += d
+				}
+				if i < 0 || i >= d {
+					return nil, fmt.Errorf("%w: GatherND index %d out of range [%d, %d) on axis %d", ErrShapeMismatch, ind[at+j], -d, d, b+j)
+				}
+				off = off*int(d) + int(i)
+			}
+			CopyElems(out, (bi*tuples+t)*inner, data, bi*perBatch+off*inner, inner)
+		}
+	}
+	return []*Tensor{out}, nil
+}
