@@ -30,6 +30,10 @@ import (
 //     inv) with inv = Sub(1, Cast<f32>(Expand(unsqueezed mask)))
 //     (matchInvertedMask), [batch, 1, tgt, seq], which becomes
 //     AttentionMask(mask) {fill} as the first form does.
+//   - A boolean mask (true: attend) turned into the additive one,
+//     Where(c, 0, fill), as onnxscript writes SDPA with a boolean mask and
+//     ONNX's Attention defines it: c as DistilBERT's masked_fill takes it,
+//     or as transformers 5's sdpa_mask builds it (gatheredMask).
 //
 // One AttentionMask is made per (mask, fill) pair and shared by all layers.
 var CanonicalizeAttentionMask = Pass{Name: "CanonicalizeAttentionMask", Run: canonicalizeAttentionMask}
@@ -56,6 +60,10 @@ func canonicalizeAttentionMask(g *compiler.Graph) (bool, error) {
 			}
 		case "Where":
 			if src, fill, ok := matchInvertedMask(ix, n); ok {
+				am := c.newMaskNode(src, fill, n.Outputs[0])
+				am.Name = nm.Fresh(n.Name + "/AttentionMask")
+				repl[n] = am
+			} else if src, fill, ok := matchBoolMaskBias(ix, n); ok {
 				am := c.newMaskNode(src, fill, n.Outputs[0])
 				am.Name = nm.Fresh(n.Name + "/AttentionMask")
 				repl[n] = am
@@ -314,18 +322,32 @@ func matchMaskedFill(ix *index, where *compiler.Node) (src string, fill float32,
 // back to the rank-2 mask. padding says whether true marks padding
 // (Equal(mask, 0)) or tokens to attend (the mask cast to bool).
 func maskCondition(ix *index, name string, padding bool) (string, bool) {
-	// Peel a bool-to-bool Cast and an Expand: Where broadcasts anyway.
-	if p := ix.producedBy(name, "Cast"); p != nil && p.AttrInt("to", 0) == onnxBool && boolValue(ix.g, p.Inputs[0]) {
-		name = p.Inputs[0]
+	// Peel bool-to-bool Casts, Expands and Ands with a value that is true
+	// everywhere: each only broadcasts the condition, which the Where and
+	// the scores' Add broadcast anyway.
+	for peeled := true; peeled; {
+		peeled = false
+		if p := ix.producedBy(name, "Cast"); p != nil && p.AttrInt("to", 0) == onnxBool && boolValue(ix.g, p.Inputs[0]) {
+			name, peeled = p.Inputs[0], true
+		} else if p := ix.producedBy(name, "Expand"); p != nil {
+			name, peeled = p.Inputs[0], true
+		} else if and := ix.producedBy(name, "And"); and != nil {
+			for k := range 2 {
+				if allTrue(ix, and.Inputs[k]) {
+					name, peeled = and.Inputs[1-k], true
+					break
+				}
+			}
+		}
 	}
-	if p := ix.producedBy(name, "Expand"); p != nil {
-		name = p.Inputs[0]
-	}
-	// [batch, seq] -> [batch, 1, 1, seq], by Reshape or Unsqueeze.
+	// [batch, seq] -> [batch, 1, 1, seq], by Reshape, Unsqueeze or
+	// transformers 5's gather.
 	var inner string
 	if p := ix.producedBy(name, "Reshape"); p != nil && isMaskLayout(ix, p) {
 		inner = p.Inputs[0]
 	} else if src, ok := unsqueezedBool(ix, name); ok {
+		inner = src
+	} else if src, ok := gatheredMask(ix, name); ok && !padding {
 		inner = src
 	} else {
 		return "", false
@@ -400,4 +422,134 @@ func rank(g *compiler.Graph, name string) int {
 		return -1
 	}
 	return v.Shape.Rank()
+}
+
+// matchBoolMaskBias matches Where(c, 0, fill), the additive mask of a
+// boolean one, c true where keys are attended (maskCondition), read only
+// as the addend of 4-D scores: it is AttentionMask(mask) {fill}, of shape
+// [batch, 1, 1, seq] where c may be broadcast over query positions, which
+// the scores' Add broadcasts to the same sum.
+func matchBoolMaskBias(ix *index, where *compiler.Node) (string, float32, bool) {
+	if len(where.Inputs) != 3 || !isFloat32(ix.g, where.Outputs[0]) || ix.isOutput[where.Outputs[0]] || !ix.scalarNear(where.Inputs[1], 0, 0) {
+		return "", 0, false
+	}
+	fill, ok := ix.scalar(where.Inputs[2])
+	if !ok {
+		return "", 0, false
+	}
+	for _, r := range ix.consumers[where.Outputs[0]] {
+		other, ok := otherInput(r, where.Outputs[0])
+		if r.Op != "Add" || !ok || rank(ix.g, other) != 4 {
+			return "", 0, false
+		}
+	}
+	src, ok := maskCondition(ix, where.Inputs[0], false)
+	return src, float32(fill), ok
+}
+
+// allTrue reports whether bool value name is true everywhere: a constant
+// of trues, GreaterOrEqual(positions, c) with c <= 0 where positions are
+// Range(s, n, d) with s >= 0 and d > 0 (unsqueezed or not; transformers
+// 5's bidirectional mask function, q_idx >= 0), or an And of such.
+func allTrue(ix *index, name string) bool {
+	if t := ix.constant(name); t != nil {
+		return t.DType == compiler.Bool && !slices.Contains(t.Bool, false)
+	}
+	if p := ix.producedBy(name, "And"); p != nil {
+		return allTrue(ix, p.Inputs[0]) && allTrue(ix, p.Inputs[1])
+	}
+	ge := ix.producedBy(name, "GreaterOrEqual")
+	if ge == nil {
+		return false
+	}
+	if c, ok := ix.scalar(ge.Inputs[1]); !ok || c > 0 {
+		return false
+	}
+	r := ix.producedBy(unsqueezedSource(ix, ge.Inputs[0]), "Range")
+	if r == nil {
+		return false
+	}
+	start, ok1 := ix.scalar(r.Inputs[0])
+	delta, ok2 := ix.scalar(r.Inputs[2])
+	return ok1 && ok2 && start >= 0 && delta > 0
+}
+
+// unsqueezedSource follows Unsqueeze nodes back to the value they add unit
+// axes to (their values are its values).
+func unsqueezedSource(ix *index, name string) string {
+	for p := ix.producedBy(name, "Unsqueeze"); p != nil; p = ix.producedBy(name, "Unsqueeze") {
+		name = p.Inputs[0]
+	}
+	return name
+}
+
+// gatheredMask matches transformers 5's padding_mask[batch_idx, kv_idx]
+// as onnxscript writes the advanced indexing:
+//
+//	GatherND(mask, Concat(Unsqueeze(Expand(batch_idx, s), -1), Unsqueeze(Expand(kv_idx, s), -1), axis=-1))
+//
+// with batch_idx = arange(batch)[:, None, None, None] and kv_idx =
+// arange(keys)[None, None, None, :] (Unsqueezed Ranges from 0 by 1) over
+// mask [batch, keys] exactly. Element [b, i, j, k] of the result is then
+// mask[b, k] whatever s broadcasts to: a broadcast of mask unsqueezed to
+// [batch, 1, 1, keys]. It returns mask.
+func gatheredMask(ix *index, name string) (string, bool) {
+	g := ix.producedBy(name, "GatherND")
+	if g == nil || g.AttrInt("batch_dims", 0) != 0 {
+		return "", false
+	}
+	mask := valueInfo(ix.g, g.Inputs[0])
+	cat := ix.producedBy(g.Inputs[1], "Concat")
+	if mask == nil || len(mask.Shape) != 2 || cat == nil || len(cat.Inputs) != 2 {
+		return "", false
+	}
+	if axis := cat.AttrInt("axis", 0); axis != -1 && axis != 4 {
+		return "", false
+	}
+	for j, want := range []struct {
+		axis int
+		dim  compiler.Dim
+	}{{0, mask.Shape[0]}, {3, mask.Shape[1]}} {
+		u := ix.producedBy(cat.Inputs[j], "Unsqueeze")
+		if u == nil {
+			return "", false
+		}
+		axes, ok := u.AttrInts("axes")
+		if !ok && len(u.Inputs) > 1 {
+			axes, ok = ix.ints(u.Inputs[1])
+		}
+		if !ok || len(axes) != 1 || (axes[0] != -1 && axes[0] != 4) {
+			return "", false
+		}
+		idx := u.Inputs[0]
+		if e := ix.producedBy(idx, "Expand"); e != nil {
+			idx = e.Inputs[0]
+		}
+		if !isArangeAlong(ix, idx, want.axis, want.dim) {
+			return "", false
+		}
+	}
+	return g.Inputs[0], true
+}
+
+// isArangeAlong reports whether name is 0, 1, ..., n-1 laid along axis of
+// a rank-4 value of unit dims elsewhere, n being dim: Range(0, n, 1) with
+// unit axes inserted.
+func isArangeAlong(ix *index, name string, axis int, dim compiler.Dim) bool {
+	v := valueInfo(ix.g, name)
+	if v == nil || len(v.Shape) != 4 || !sameDim(v.Shape[axis], dim) {
+		return false
+	}
+	for i, d := range v.Shape {
+		if i != axis && !(d.Known() && d.Size == 1) {
+			return false
+		}
+	}
+	r := ix.producedBy(unsqueezedSource(ix, name), "Range")
+	if r == nil {
+		return false
+	}
+	start, ok1 := ix.scalar(r.Inputs[0])
+	delta, ok2 := ix.scalar(r.Inputs[2])
+	return ok1 && ok2 && start == 0 && delta == 1
 }

@@ -19,6 +19,13 @@ import "github.com/sqc-dev/sqc/compiler"
 // batch is left alone. The mask, if any, is whatever is added to the scores
 // (CanonicalizeAttentionMask makes it an sqc.AttentionMask) and must
 // broadcast to [batch, heads, seq, seq] without widening the scores.
+//
+// onnxscript writes SDPA with a boolean mask with a guard after the
+// Softmax, Where(IsNaN(P), 0, P), which FuseAttention drops: P is NaN only
+// in a row whose every key is masked (a sequence with no token at all) or
+// from NaN scores. For such an empty sequence sqc's attention attends to
+// every key instead of returning zeros; any sequence with a token, as
+// tokenizers make them, computes the same.
 var FuseAttention = Pass{Name: "FuseAttention", Run: fuseAttention}
 
 const opAttention = "sqc.Attention"
@@ -114,8 +121,12 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 		return m, false
 	}
 	// Context.
-	pv := ix.onlyConsumer(softmax.Outputs[0])
-	if pv == nil || pv.Op != "MatMul" || pv.Inputs[0] != softmax.Outputs[0] {
+	probs := softmax.Outputs[0]
+	if guarded, ok := nanGuard(ix, probs); ok {
+		probs = guarded
+	}
+	pv := ix.onlyConsumer(probs)
+	if pv == nil || pv.Op != "MatMul" || pv.Inputs[0] != probs {
 		return m, false
 	}
 	var vHeads int64
@@ -144,6 +155,24 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 	}
 	m.sink = merge
 	return m, true
+}
+
+// nanGuard matches Where(IsNaN(p), 0, p) as p's only readers and returns
+// the Where's output.
+func nanGuard(ix *index, p string) (string, bool) {
+	readers := ix.consumers[p]
+	if len(readers) != 2 || ix.isOutput[p] {
+		return "", false
+	}
+	isNaN, where := readers[0], readers[1]
+	if isNaN.Op != "IsNaN" {
+		isNaN, where = where, isNaN
+	}
+	if isNaN.Op != "IsNaN" || where.Op != "Where" || len(where.Inputs) != 3 || ix.uses(isNaN.Outputs[0]) != 1 ||
+		where.Inputs[0] != isNaN.Outputs[0] || where.Inputs[2] != p || !ix.scalarNear(where.Inputs[1], 0, 0) {
+		return "", false
+	}
+	return where.Outputs[0], true
 }
 
 // softmaxOverLastOf4 checks Softmax normalises the last axis of a rank-4

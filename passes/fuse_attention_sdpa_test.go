@@ -136,3 +136,45 @@ func TestSDPAMaskOnlyAsWritten(t *testing.T) {
 	}
 	wantEquivalent(t, before, g, map[string]*compiler.Tensor{"x": x, "mask": mask}, 1e-4)
 }
+
+// TestFuseAttentionNaNGuard: onnxscript's Where(IsNaN(P), 0, P) between
+// the Softmax and P·V is dropped into the fused attention; a Where that
+// puts anything but 0 in place of NaN is not that guard, and the block
+// stays unfused.
+func TestFuseAttentionNaNGuard(t *testing.T) {
+	for _, tc := range []struct {
+		replacement float32
+		fused       bool
+	}{{0, true}, {1, false}} {
+		t.Run(fmt.Sprintf("NaN to %g", tc.replacement), func(t *testing.T) {
+			g := sdpaBlock(t, false)
+			b := blocks.Builder{G: g}
+			for _, n := range g.Nodes {
+				if n.Op != "MatMul" || n.Name != "sdpa/context" {
+					continue
+				}
+				p := n.Inputs[0]
+				nan := b.Op("IsNaN", "sdpa/probs_nan", p)
+				n.Inputs[0] = b.Op("Where", "sdpa/probs_guarded", nan, b.Scalar(fmt.Sprintf("const.guard_%g", tc.replacement), tc.replacement), p)
+			}
+			if err := g.SortTopological(); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.InferShapes(); err != nil {
+				t.Fatal(err)
+			}
+			before := g.Clone()
+			runPasses(t, g, Pipeline()...)
+			hist := OpHistogram(g)
+			if fused := hist["sqc.Attention"] == 1 && hist["IsNaN"] == 0; fused != tc.fused {
+				t.Fatalf("fused %v, want %v: ops %s", fused, tc.fused, histogramString(hist))
+			}
+			x := randomF32(3, 2, 5, 32)
+			mask := compiler.NewTensor(compiler.Int64, 2, 5)
+			for i := range mask.I64 {
+				mask.I64[i] = int64(1 - i%5/4)
+			}
+			wantEquivalent(t, before, g, map[string]*compiler.Tensor{"x": x, "mask": mask}, 1e-4)
+		})
+	}
+}

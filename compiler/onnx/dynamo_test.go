@@ -24,21 +24,24 @@ import (
 // code was traced.
 type dynamoForm struct {
 	opset int64
-	// transformers457 is the code of transformers 4.57: heads split by
-	// view(*input_shape, -1, head_size), the scale given to SDPA, the
-	// mask [batch, 1, keys, keys] sliced to the key length in every
-	// layer, the heads merged by reshape(*input_shape, -1). Otherwise
-	// 4.48-4.56's BertSdpaSelfAttention: view(batch, -1, heads,
-	// head_size), no scale, merge to (batch, seq, hidden).
-	transformers457 bool
+	// transformers is the release whose BERT code was traced:
+	//   - "4.56" (4.48-4.56): BertSdpaSelfAttention, heads split by
+	//     view(batch, -1, heads, head_size), no scale given to SDPA, the
+	//     float mask of _expand_mask at [batch, 1, seq, keys], heads
+	//     merged to (batch, seq, hidden);
+	//   - "4.57": the attention interface, heads split by
+	//     view(*input_shape, -1, head_size), the scale given, the float
+	//     mask at [batch, 1, keys, keys] sliced to the key length in every
+	//     layer, heads merged by reshape(*input_shape, -1);
+	//   - "5": as 4.57 without the slice, and masking_utils'
+	//     create_bidirectional_mask: a boolean mask from index
+	//     arithmetic (sdpa_mask without vmap), which SDPA turns into the
+	//     additive one (and guards its Softmax against NaN).
+	transformers string
 }
 
 func (f dynamoForm) String() string {
-	tf := "4.56"
-	if f.transformers457 {
-		tf = "4.57"
-	}
-	return fmt.Sprintf("opset%d-transformers%s", f.opset, tf)
+	return fmt.Sprintf("opset%d-transformers%s", f.opset, f.transformers)
 }
 
 // dynamoWriter accumulates the nodes and initializers of a model as
@@ -144,18 +147,24 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	sum = w.op("Add", []string{sum, gather("bert.embeddings.position_embeddings.weight", positions)})
 	x := layerNorm(sum, "bert.embeddings.LayerNorm")
 
-	// _prepare_4d_attention_mask_for_sdpa -> AttentionMaskConverter._expand_mask:
-	// mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(f32);
-	// 1 - it, masked_fill(its bool, finfo.min). tgt_len is the input's
-	// sequence length before 4.57, the mask's own after.
-	maskBatch, maskSeq := w.dim("attention_mask", 0), w.dim("attention_mask", 1)
-	tgt := seq
-	if form.transformers457 {
-		tgt = maskSeq
+	var mask string
+	if form.transformers == "5" {
+		mask = w.boolMask(x)
+	} else {
+		// _prepare_4d_attention_mask_for_sdpa -> AttentionMaskConverter._expand_mask:
+		// mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(f32);
+		// 1 - it, masked_fill(its bool, finfo.min). tgt_len is the input's
+		// sequence length before 4.57, the mask's own after.
+		maskBatch, maskSeq := w.dim("attention_mask", 0), w.dim("attention_mask", 1)
+		tgt := seq
+		if form.transformers == "4.57" {
+			tgt = maskSeq
+		}
+		expanded := w.op("Expand", []string{w.op("Unsqueeze", []string{"attention_mask", w.ints(1, 2)}), w.op("Concat", []string{maskBatch, w.ints(1), tgt, maskSeq}, intAttr("axis", 0))})
+		inverted := w.op("Sub", []string{w.float(1), w.op("Cast", []string{expanded}, toFloat)})
+		mask = w.op("Where", []string{w.op("Cast", []string{inverted}, toBool), w.float(-math.MaxFloat32), inverted})
 	}
-	expanded := w.op("Expand", []string{w.op("Unsqueeze", []string{"attention_mask", w.ints(1, 2)}), w.op("Concat", []string{maskBatch, w.ints(1), tgt, maskSeq}, intAttr("axis", 0))})
-	inverted := w.op("Sub", []string{w.float(1), w.op("Cast", []string{expanded}, toFloat)})
-	mask := w.op("Where", []string{w.op("Cast", []string{inverted}, toBool), w.float(-math.MaxFloat32), inverted})
+	newCode := form.transformers != "4.56"
 
 	for l := range cfg.NumLayers {
 		p := "bert.encoder.layer." + strconv.Itoa(l)
@@ -163,7 +172,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 		split := func(part string) string {
 			y := linear(x, p+".attention.self."+part)
 			var shape string
-			if form.transformers457 {
+			if newCode {
 				shape = w.op("Concat", []string{batch, seqL, w.ints(-1), w.ints(headSize)}, intAttr("axis", 0))
 			} else {
 				shape = w.op("Concat", []string{batch, w.ints(-1), w.ints(heads), w.ints(headSize)}, intAttr("axis", 0))
@@ -172,22 +181,22 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 		}
 		q, k, v := split("query"), split("key"), split("value")
 		layerMask := mask
-		if form.transformers457 {
+		if form.transformers == "4.57" {
 			// sdpa_attention_forward: attention_mask[:, :, :, : key.shape[-2]]
 			layerMask = w.op("Slice", []string{mask, w.ints(0), w.dim(k, 2), w.ints(3), w.ints(1)})
 		}
 		var ctx string
 		if form.opset >= 23 {
 			var attrs []*onnxpb.AttributeProto
-			if form.transformers457 {
+			if newCode {
 				attrs = append(attrs, floatAttr("scale", float32(1/math.Sqrt(float64(headSize)))))
 			}
 			ctx = w.op("Attention", []string{q, k, v, layerMask}, attrs...)
 		} else {
-			// _aten_scaled_dot_product_attention_float_mask_onnx: Kᵀ by a
-			// reshape to 3-D, a static transpose and a reshape back; √scale on
-			// both sides, folded to a constant ([1] when computed from Q's
-			// shape, a scalar when given).
+			// _aten_scaled_dot_product_attention_{float,bool}_mask_onnx: Kᵀ
+			// by a reshape to 3-D, a static transpose and a reshape back;
+			// √scale on both sides, folded to a constant ([1] when computed
+			// from Q's shape, a scalar when given).
 			kShape := w.op("Shape", []string{k})
 			last := w.op("Slice", []string{kShape, w.ints(-1), w.ints(math.MaxInt64)})
 			secondLast := w.op("Slice", []string{kShape, w.ints(-2), w.ints(-1)})
@@ -197,17 +206,26 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 			w.info = append(w.info, tensorInfo(squeezed, onnxpb.TensorProto_FLOAT, strconv.FormatInt(heads, 10)+"*batch", "sequence", headSize))
 			sqrtScale := float32(math.Sqrt(1 / math.Sqrt(float64(headSize))))
 			var c string
-			if form.transformers457 {
+			if newCode {
 				c = w.float(sqrtScale)
 			} else {
 				c = w.float(sqrtScale, 1)
 			}
 			scores := w.op("MatMul", []string{w.op("Mul", []string{q, c}), w.op("Mul", []string{kT, c})})
-			probs := w.op("Softmax", []string{w.op("Add", []string{scores, layerMask})}, intAttr("axis", -1))
+			bias := layerMask
+			if form.transformers == "5" {
+				// A boolean mask: Where(mask, 0, lowest), and the Softmax
+				// guarded, Where(IsNaN(P), 0, P).
+				bias = w.op("Where", []string{layerMask, w.float(0), w.float(-math.MaxFloat32)})
+			}
+			probs := w.op("Softmax", []string{w.op("Add", []string{scores, bias})}, intAttr("axis", -1))
+			if form.transformers == "5" {
+				probs = w.op("Where", []string{w.op("IsNaN", []string{probs}), w.float(0), probs})
+			}
 			ctx = w.op("MatMul", []string{probs, v})
 		}
 		var merge string
-		if form.transformers457 {
+		if newCode {
 			merge = w.op("Concat", []string{batch, seqL, w.ints(-1)}, intAttr("axis", 0))
 		} else {
 			merge = w.op("Concat", []string{batch, seqL, w.ints(h)}, intAttr("axis", 0))
@@ -245,8 +263,49 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	return m
 }
 
+// boolMask writes transformers 5's create_bidirectional_mask for the
+// embeddings x as torch.export traces sdpa_mask (use_vmap False) and
+// onnxscript writes it: the mask as bool, index ranges for batch, query
+// and key positions, and_masks(q_idx >= 0, padding_mask[batch_idx,
+// kv_idx]) from a constant true, expanded to [batch, 1, seq, keys].
+func (w *dynamoWriter) boolMask(x string) string {
+	toBool := intAttr("to", int64(onnxpb.TensorProto_BOOL))
+	padding := w.op("Cast", []string{"attention_mask"}, toBool)
+	scalar := func(v int64) string {
+		w.next++
+		name := fmt.Sprintf("val_%d", w.next)
+		w.inits = append(w.inits, i64Typed(name, nil, v))
+		return name
+	}
+	arange := func(of string, dim int64) string {
+		return w.op("Range", []string{scalar(0), w.op("Squeeze", []string{w.dim(of, dim)}), scalar(1)})
+	}
+	positions := arange(x, 1) // cache_position
+	batchIdx := w.op("Unsqueeze", []string{arange(x, 0), w.ints(1, 2, 3)})
+	qIdx := w.op("Unsqueeze", []string{positions, w.ints(0, 1, 3)})
+	kvIdx := w.op("Unsqueeze", []string{arange(padding, 1), w.ints(0, 1, 2)})
+	w.next++
+	yes := fmt.Sprintf("val_%d", w.next)
+	w.inits = append(w.inits, &onnxpb.TensorProto{Name: proto.String(yes), DataType: proto.Int32(int32(onnxpb.TensorProto_BOOL)), Int32Data: []int32{1}})
+	result := w.op("And", []string{yes, w.op("GreaterOrEqual", []string{qIdx, scalar(0)})})
+	// padding_mask[batch_idx, kv_idx]: aten.index as _aten_index_onnx
+	// writes it (the identity transposes it adds are optimised away).
+	broadcast := w.op("Shape", []string{w.op("Max", []string{batchIdx, kvIdx})})
+	last := func(idx string) string {
+		return w.op("Unsqueeze", []string{w.op("Expand", []string{idx, broadcast}), w.ints(-1)})
+	}
+	gathered := w.op("GatherND", []string{padding, w.op("Concat", []string{last(batchIdx), last(kvIdx)}, intAttr("axis", -1))}, intAttr("batch_dims", 0))
+	result = w.op("And", []string{result, gathered})
+	shape := w.op("Concat", []string{w.dim(x, 0), w.ints(1), w.dim(positions, 0), w.dim(padding, 1)}, intAttr("axis", 0))
+	return w.op("Expand", []string{result, shape})
+}
+
 // dynamoForms are the forms the tests write.
-var dynamoForms = []dynamoForm{{opset: 20}, {opset: 18}, {opset: 23}, {opset: 20, transformers457: true}, {opset: 23, transformers457: true}}
+var dynamoForms = []dynamoForm{
+	{20, "4.56"}, {18, "4.56"}, {23, "4.56"},
+	{20, "4.57"}, {23, "4.57"},
+	{20, "5"}, {18, "5"}, {23, "5"},
+}
 
 // sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini, serialized,
 // with the model's directory (its reference is there).
