@@ -47,6 +47,14 @@ func onnxOps() []*OpDef {
 		withFold(unary("Neg", "Y = -X elementwise.", 6, signedTypes()), foldNeg),
 		withFold(unary("Not", "Y = !X elementwise on bools.", 1, []DType{Bool}), foldNot),
 		{
+			Name: "GatherElements", Since: 11, Doc: "Output[i...] = Data[i...] with the axis coordinate replaced by Indices[i...] (attribute axis, default 0): shape of Indices, which matches Data's rank; negative indices count from the end.",
+			MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
+			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt}},
+			DTypes: DTypeRule{In: []string{"T", "Tind"}, Out: []string{"T"},
+				Vars: map[string][]DType{"Tind": indexTypes()}},
+			Shape: gatherElementsShape,
+		},
+		{
 			Name: "GatherND", Since: 11, Doc: "Output = Data gathered at the index tuples of Indices' last axis (length k): shape indices[:-1] + data[batch_dims + k:], " +
 				"the first batch_dims axes (attribute, opset 12+, default 0) shared by Data and Indices; negative indices count from the end.",
 			MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,

@@ -919,3 +919,18 @@ func gatherNDShape(a *InferArgs) ([]Inferred, error) {
 	out := append(idx[:len(idx)-1].Clone(), data[b+k.Size:]...)
 	return one(out), nil
 }
+
+// gatherElementsShape: the indices' shape, of the data's rank.
+func gatherElementsShape(a *InferArgs) ([]Inferred, error) {
+	data, idx := a.in(0).Shape, a.in(1).Shape
+	if data == nil || idx == nil {
+		return one(idx.Clone()), nil
+	}
+	if len(idx) != len(data) || len(data) == 0 {
+		return nil, fmt.Errorf("%w: GatherElements indices %s on data %s (ranks must match)", ErrShapeMismatch, idx, data)
+	}
+	if _, err := normAxis(a.Node.AttrInt("axis", 0), len(data)); err != nil {
+		return nil, err
+	}
+	return one(idx.Clone()), nil
+}

@@ -125,6 +125,7 @@ func TestShapeRules(t *testing.T) {
 		{"Or", 14, "input %a: bool[batch]\ninput %b: bool[]\n%y = Or(%a, %b)", "bool[batch]"},
 		{"Max variadic", 14, "input %a: i64[batch, 1, 1, 1]\ninput %b: i64[1, 1, 1, sequence]\ninput %c: i64[]\n%y = Max(%a, %b, %c)", "i64[batch, 1, 1, sequence]"},
 		{"IsNaN", 14, x + "%y = IsNaN(%x)", "bool[batch, sequence, 8]"},
+		{"GatherElements", 14, "input %buf: i64[1, 512]\ninput %i: i64[1, sequence]\n%y = GatherElements(%buf, %i) {axis=1}", "i64[1, sequence]"},
 		{"GatherND pairs", 14, "input %m: bool[batch, sequence]\ninput %i: i64[batch, 1, 1, sequence, 2]\n%y = GatherND(%m, %i)", "bool[batch, 1, 1, sequence]"},
 		{"GatherND rows batch_dims", 14, x + "input %i: i64[batch, 5, 1]\n%y = GatherND(%x, %i) {batch_dims=1}", "f32[batch, 5, 8]"},
 		{"Sqrt", 14, x + "%y = Sqrt(%x)", "f32[batch, sequence, 8]"},

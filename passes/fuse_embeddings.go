@@ -209,9 +209,11 @@ func matchTypeRow(g *compiler.Graph, ix *index, m *embedMatch, wordsName, name, 
 }
 
 // allZeroIndices reports whether every element of name is 0: an integer
-// constant of zeros, or a Slice or Expand of one (whatever their shapes).
+// constant of zeros, or a Slice, Expand or gather (Gather, GatherElements:
+// transformers 4.57's buffered type ids gathered at the position ids) of
+// one, whatever their shapes and indices.
 func allZeroIndices(ix *index, name string) bool {
-	for range 4 {
+	for range 8 {
 		if vals, ok := ix.ints(name); ok {
 			for _, v := range vals {
 				if v != 0 {
@@ -221,7 +223,7 @@ func allZeroIndices(ix *index, name string) bool {
 			return len(vals) > 0
 		}
 		n := ix.producer[name]
-		if n == nil || (n.Op != "Slice" && n.Op != "Expand") {
+		if n == nil || (n.Op != "Slice" && n.Op != "Expand" && n.Op != "Gather" && n.Op != "GatherElements") {
 			return false
 		}
 		name = n.Inputs[0]

@@ -473,7 +473,10 @@ func wantORTMatchesReference(t *testing.T, dir string, data []byte) {
 		t.Fatal(err)
 	}
 	const sentences = 32 // one batch, padded to its longest
-	g := &compiler.Graph{Inputs: []*compiler.Value{{Name: "input_ids"}, {Name: "attention_mask"}, {Name: "token_type_ids"}}}
+	g, err := Decode(data, "model.onnx") // for its inputs
+	if err != nil {
+		t.Fatal(err)
+	}
 	in, err := testmodels.Inputs(g, ref.Examples[:sentences])
 	if err != nil {
 		t.Fatal(err)

@@ -38,10 +38,18 @@ type dynamoForm struct {
 	//     arithmetic (sdpa_mask without vmap), which SDPA turns into the
 	//     additive one (and guards its Softmax against NaN).
 	transformers string
+	// noTypeIDs leaves token_type_ids out of the inputs (as sentence
+	// embedders are often exported): from 4.57 on, BertEmbeddings then
+	// gathers its all-zero buffer at the position ids (GatherElements).
+	noTypeIDs bool
 }
 
 func (f dynamoForm) String() string {
-	return fmt.Sprintf("opset%d-transformers%s", f.opset, f.transformers)
+	s := fmt.Sprintf("opset%d-transformers%s", f.opset, f.transformers)
+	if f.noTypeIDs {
+		s += "-no-token-types"
+	}
+	return s
 }
 
 // dynamoWriter accumulates the nodes and initializers of a model as
@@ -142,8 +150,23 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	}
 	w.inits = append(w.inits, i64Typed(positionIDs, []int64{1, int64(cfg.MaxPositions)}, ids...))
 	gather := func(table, ids string) string { return w.op("Gather", []string{param(table), ids}) }
-	sum := w.op("Add", []string{gather("bert.embeddings.word_embeddings.weight", "input_ids"), gather("bert.embeddings.token_type_embeddings.weight", "token_type_ids")})
 	positions := w.op("Slice", []string{positionIDs, w.ints(0), seq, w.ints(1), w.ints(1)})
+	types := "token_type_ids"
+	inputs := []*onnxpb.ValueInfoProto{
+		tensorInfo("input_ids", onnxpb.TensorProto_INT64, "batch", "sequence"),
+		tensorInfo("attention_mask", onnxpb.TensorProto_INT64, "batch", "sequence"),
+	}
+	if form.noTypeIDs {
+		// self.token_type_ids.expand(1, -1) (a no-op the optimizer drops),
+		// gathered at the position ids, expanded to (batch, seq).
+		buffer := "bert.embeddings.token_type_ids"
+		w.inits = append(w.inits, i64Typed(buffer, []int64{1, int64(cfg.MaxPositions)}, make([]int64, cfg.MaxPositions)...))
+		gathered := w.op("GatherElements", []string{buffer, positions}, intAttr("axis", 1))
+		types = w.op("Expand", []string{gathered, w.op("Concat", []string{w.dim("input_ids", 0), seq}, intAttr("axis", 0))})
+	} else {
+		inputs = append(inputs, tensorInfo("token_type_ids", onnxpb.TensorProto_INT64, "batch", "sequence"))
+	}
+	sum := w.op("Add", []string{gather("bert.embeddings.word_embeddings.weight", "input_ids"), gather("bert.embeddings.token_type_embeddings.weight", types)})
 	sum = w.op("Add", []string{sum, gather("bert.embeddings.position_embeddings.weight", positions)})
 	x := layerNorm(sum, "bert.embeddings.LayerNorm")
 
@@ -251,11 +274,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	w.nodes = append(w.nodes, node("Gemm", "node_Gemm_logits", []string{pooled, param("classifier.weight"), param("classifier.bias")}, []string{"logits"}, intAttr("transB", 1)))
 	m := model(form.opset, &onnxpb.GraphProto{
 		Name: proto.String("main_graph"), Node: w.nodes, Initializer: w.inits, ValueInfo: w.info,
-		Input: []*onnxpb.ValueInfoProto{
-			tensorInfo("input_ids", onnxpb.TensorProto_INT64, "batch", "sequence"),
-			tensorInfo("attention_mask", onnxpb.TensorProto_INT64, "batch", "sequence"),
-			tensorInfo("token_type_ids", onnxpb.TensorProto_INT64, "batch", "sequence"),
-		},
+		Input: inputs,
 		Output: []*onnxpb.ValueInfoProto{tensorInfo("logits", onnxpb.TensorProto_FLOAT, "batch", 2)},
 	})
 	m.ProducerName = proto.String("pytorch")
@@ -302,9 +321,10 @@ func (w *dynamoWriter) boolMask(x string) string {
 
 // dynamoForms are the forms the tests write.
 var dynamoForms = []dynamoForm{
-	{20, "4.56"}, {18, "4.56"}, {23, "4.56"},
-	{20, "4.57"}, {23, "4.57"},
-	{20, "5"}, {18, "5"}, {23, "5"},
+	{20, "4.56", false}, {18, "4.56", false}, {23, "4.56", false},
+	{20, "4.57", false}, {23, "4.57", false},
+	{20, "5", false}, {18, "5", false}, {23, "5", false},
+	{20, "5", true},
 }
 
 // sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini, serialized,

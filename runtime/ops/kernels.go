@@ -76,6 +76,7 @@ var kernels = map[string]kernelSpec{
 	"Max":            {maxKernel, 1, -1, 1},
 	"IsNaN":          {isNaN, 1, 1, 1},
 	"GatherND":       {gatherND, 2, 2, 1},
+	"GatherElements": {gatherElements, 2, 2, 1},
 
 	"ReduceMean":         {reduce(true), 1, 2, 1},
 	"ReduceSum":          {reduce(false), 1, 2, 1},

@@ -499,3 +499,57 @@ func gatherND(c *call) ([]*Tensor, error) {
 	}
 	return []*Tensor{out}, nil
 }
+
+// gatherElements is ONNX GatherElements: out[i] = data[i with its axis
+// coordinate replaced by indices[i]], out shaped as indices.
+func gatherElements(c *call) ([]*Tensor, error) {
+	data, indices := c.in[0], c.in[1]
+	rank := len(data.Shape)
+	if rank == 0 || len(indices.Shape) != rank {
+		return nil, fmt.Errorf("%w: GatherElements indices %v on data %v (ranks must match)", ErrShapeMismatch, indices.Shape, data.Shape)
+	}
+	axis, err := normAxis(c.node.Attrs.Int("axis", 0), rank)
+	if err != nil {
+		return nil, err
+	}
+	ind, err := intValues(indices, "GatherElements indices")
+	if err != nil {
+		return nil, err
+	}
+	out := NewTensor(data.DType, indices.Shape...)
+	// Row-major strides of data, walking indices' coordinates.
+	strides := make([]int, rank)
+	stride := 1
+	for i := rank - 1; i >= 0; i-- {
+		strides[i] = stride
+		stride *= int(data.Shape[i])
+	}
+	coord := make([]int64, rank)
+	dim := data.Shape[axis]
+	for n, v := range ind {
+		if v < 0 {
+			v += dim
+		}
+		if v < 0 || v >= dim {
+			return nil, fmt.Errorf("%w: GatherElements index %d out of range [%d, %d)", ErrShapeMismatch, ind[n], -dim, dim)
+		}
+		at := 0
+		for i, x := range coord {
+			if i == axis {
+				x = v
+			} else if x >= data.Shape[i] {
+				return nil, fmt.Errorf("%w: GatherElements indices %v exceed data %v on axis %d", ErrShapeMismatch, indices.Shape, data.Shape, i)
+			}
+			at += int(x) * strides[i]
+		}
+		CopyElems(out, n, data, at, 1)
+		for i := rank - 1; i >= 0; i-- { // next coordinate of indices
+			coord[i]++
+			if coord[i] < indices.Shape[i] {
+				break
+			}
+			coord[i] = 0
+		}
+	}
+	return []*Tensor{out}, nil
+}
