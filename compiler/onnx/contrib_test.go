@@ -472,7 +472,7 @@ func wantORTMatchesReference(t *testing.T, dir string, data []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const sentences = 32 // one batch, padded to its longest
+	const sentences = 32                 // one batch, padded to its longest
 	g, err := Decode(data, "model.onnx") // for its inputs
 	if err != nil {
 		t.Fatal(err)

@@ -274,7 +274,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	w.nodes = append(w.nodes, node("Gemm", "node_Gemm_logits", []string{pooled, param("classifier.weight"), param("classifier.bias")}, []string{"logits"}, intAttr("transB", 1)))
 	m := model(form.opset, &onnxpb.GraphProto{
 		Name: proto.String("main_graph"), Node: w.nodes, Initializer: w.inits, ValueInfo: w.info,
-		Input: inputs,
+		Input:  inputs,
 		Output: []*onnxpb.ValueInfoProto{tensorInfo("logits", onnxpb.TensorProto_FLOAT, "batch", 2)},
 	})
 	m.ProducerName = proto.String("pytorch")
