@@ -147,9 +147,10 @@ func contribBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelP
 	return m
 }
 
-// sharedContribBERT is contribBERT of the shared sst2-bert-mini, as a
-// serialized model, with the model's directory (its reference is there).
-func sharedContribBERT(t *testing.T) (dir string, model []byte) {
+// sharedBERT is write applied to the shared sst2-bert-mini (its config
+// and weights), serialized, with the model's directory (its reference is
+// there).
+func sharedBERT(t *testing.T, write func(hf.Config, *hf.Safetensors) *onnxpb.ModelProto) (dir string, model []byte) {
 	t.Helper()
 	dir = testmodels.ModelDir(t, "sst2-bert-mini")
 	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
@@ -160,7 +161,13 @@ func sharedContribBERT(t *testing.T) (dir string, model []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, marshal(t, contribBERT(t, cfg, st))
+	return dir, marshal(t, write(cfg, st))
+}
+
+// sharedContribBERT is contribBERT of the shared sst2-bert-mini.
+func sharedContribBERT(t *testing.T) (dir string, model []byte) {
+	t.Helper()
+	return sharedBERT(t, func(cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto { return contribBERT(t, cfg, st) })
 }
 
 // TestContribBERTMatchesReference: sst2-bert-mini written with ONNX

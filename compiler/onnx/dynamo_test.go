@@ -14,7 +14,6 @@ import (
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/hf"
 	"github.com/sqc-dev/sqc/compiler/onnx/internal/onnxpb"
-	"github.com/sqc-dev/sqc/internal/testmodels"
 	"github.com/sqc-dev/sqc/passes"
 )
 
@@ -327,20 +326,10 @@ var dynamoForms = []dynamoForm{
 	{20, "5", true},
 }
 
-// sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini, serialized,
-// with the model's directory (its reference is there).
+// sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini.
 func sharedDynamoBERT(t *testing.T, form dynamoForm) (dir string, model []byte) {
 	t.Helper()
-	dir = testmodels.ModelDir(t, "sst2-bert-mini")
-	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := hf.OpenSafetensors(filepath.Join(dir, hf.SafetensorsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, marshal(t, dynamoBERT(t, cfg, st, form))
+	return sharedBERT(t, func(cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto { return dynamoBERT(t, cfg, st, form) })
 }
 
 // TestDynamoBERTMatchesReference: sst2-bert-mini as torch.onnx's dynamo
