@@ -66,7 +66,12 @@ var errFunction = fmt.Errorf("%w: ONNX function op", ErrUnsupportedFeature)
 // are [batch, heads, seq, head size], or [batch, seq, hidden] with
 // q_num_heads and kv_num_heads given (the heads split and merged back).
 // The scaled product is written as ONNX's definition and transformers'
-// SDPA export write it, which FuseAttention takes.
+// SDPA export write it, which FuseAttention takes. The mask broadcasts as
+// opset 23 defines it (opset 24's padding of a shorter mask is not read:
+// MaxOpset is 23). Grouped-query attention (fewer K/V heads than Q heads)
+// is refused: for 3-D inputs here, for 4-D ones by shape inference of the
+// Q·Kᵀ product, except the one-K/V-head case, which broadcasting computes
+// as ONNX's repetition does.
 func (e *contribExpander) onnxAttention(n *compiler.Node) error {
 	if err := need(n, 0, 1, 2); err != nil {
 		return err
@@ -94,6 +99,9 @@ func (e *contribExpander) onnxAttention(n *compiler.Node) error {
 		hq, hkv := n.AttrInt("q_num_heads", 0), n.AttrInt("kv_num_heads", 0)
 		if hq <= 0 || hkv <= 0 {
 			return fmt.Errorf("%w: 3-D Q, K and V need q_num_heads and kv_num_heads", compiler.ErrMalformed)
+		}
+		if hq != hkv {
+			return fmt.Errorf("%w: grouped-query attention (q_num_heads %d, kv_num_heads %d); sqc compiles encoders", errFunction, hq, hkv)
 		}
 		split := func(x, part string, heads int64) string {
 			r := e.b.Op("Reshape", s+"/"+part+"_heads", x, e.b.Ints(fmt.Sprintf("const.i64.[0,0,%d,-1]", heads), 0, 0, heads, -1))

@@ -230,6 +230,7 @@ func TestONNXAttentionRefused(t *testing.T) {
 		{"softcap", oneFunctionOp("Attention", 23, qkv(4), floatAttr("softcap", 30)), "softcap=30"},
 		{"scores read", scoresRead, "output 3 (qk"},
 		{"3-D without heads", oneFunctionOp("Attention", 23, qkv(3)), "q_num_heads"},
+		{"grouped-query", oneFunctionOp("Attention", 23, qkv(3), intAttr("q_num_heads", 2), intAttr("kv_num_heads", 1)), "grouped-query"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(marshal(t, tc.m), "attention.onnx")
