@@ -41,12 +41,19 @@ type dynamoForm struct {
 	// embedders are often exported): from 4.57 on, BertEmbeddings then
 	// gathers its all-zero buffer at the position ids (GatherElements).
 	noTypeIDs bool
+	// eager is attn_implementation="eager" (transformers 5 only here):
+	// eager_mask's Where(mask, 0, min) once, and per layer
+	// MatMul(Q, Transpose<0,1,3,2>(K)) * scaling + mask, Softmax, · V.
+	eager bool
 }
 
 func (f dynamoForm) String() string {
 	s := fmt.Sprintf("opset%d-transformers%s", f.opset, f.transformers)
 	if f.noTypeIDs {
 		s += "-no-token-types"
+	}
+	if f.eager {
+		s += "-eager"
 	}
 	return s
 }
@@ -172,6 +179,9 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	var mask string
 	if form.transformers == "5" {
 		mask = w.boolMask(x)
+		if form.eager {
+			mask = w.op("Where", []string{mask, w.float(0), w.float(-math.MaxFloat32)})
+		}
 	} else {
 		// _prepare_4d_attention_mask_for_sdpa -> AttentionMaskConverter._expand_mask:
 		// mask[:, None, None, :].expand(bsz, 1, tgt_len, src_len).to(f32);
@@ -208,7 +218,11 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 			layerMask = w.op("Slice", []string{mask, w.ints(0), w.dim(k, 2), w.ints(3), w.ints(1)})
 		}
 		var ctx string
-		if form.opset >= 23 {
+		if form.eager {
+			scores := w.op("MatMul", []string{q, w.op("Transpose", []string{k}, intsAttr("perm", 0, 1, 3, 2))})
+			scores = w.op("Mul", []string{scores, w.float(float32(1 / math.Sqrt(float64(headSize))))})
+			ctx = w.op("MatMul", []string{w.op("Softmax", []string{w.op("Add", []string{scores, layerMask})}, intAttr("axis", -1)), v})
+		} else if form.opset >= 23 {
 			var attrs []*onnxpb.AttributeProto
 			if newCode {
 				attrs = append(attrs, floatAttr("scale", float32(1/math.Sqrt(float64(headSize)))))
@@ -320,10 +334,10 @@ func (w *dynamoWriter) boolMask(x string) string {
 
 // dynamoForms are the forms the tests write.
 var dynamoForms = []dynamoForm{
-	{20, "4.56", false}, {18, "4.56", false}, {23, "4.56", false},
-	{20, "4.57", false}, {23, "4.57", false},
-	{20, "5", false}, {18, "5", false}, {23, "5", false},
-	{20, "5", true},
+	{20, "4.56", false, false}, {18, "4.56", false, false}, {23, "4.56", false, false},
+	{20, "4.57", false, false}, {23, "4.57", false, false},
+	{20, "5", false, false}, {18, "5", false, false}, {23, "5", false, false},
+	{20, "5", true, false}, {20, "5", false, true},
 }
 
 // sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini.
