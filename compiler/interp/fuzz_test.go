@@ -14,7 +14,7 @@ var fuzzOps = []string{
 	"Gather", "MatMul", "Gemm", "Linear", "Add", "Div", "Pow", "Equal", "Where", "Relu",
 	"ReduceSum", "ReduceMean", "LayerNormalization", "Softmax", "Transpose", "Reshape",
 	"Unsqueeze", "Squeeze", "Concat", "Slice", "Shape", "ConstantOfShape", "Expand",
-	"Range", "Cast", "Gelu",
+	"Range", "Cast", "Gelu", "GatherND", "GatherElements", "Max", "And", "IsNaN", "GreaterOrEqual",
 }
 
 // byteReader hands out fuzz bytes, then zeros.
@@ -82,12 +82,13 @@ func FuzzKernel(f *testing.F) {
 			in[i] = r.tensor()
 		}
 		at := attrs{
-			"axis":      aInt(r.small()),
-			"keepdims":  aInt(int64(r.next() % 2)),
-			"transB":    aInt(int64(r.next() % 2)),
-			"allowzero": aInt(int64(r.next() % 2)),
-			"to":        aInt(int64(r.next() % 12)),
-			"start":     aInt(r.small()),
+			"axis":       aInt(r.small()),
+			"keepdims":   aInt(int64(r.next() % 2)),
+			"transB":     aInt(int64(r.next() % 2)),
+			"allowzero":  aInt(int64(r.next() % 2)),
+			"to":         aInt(int64(r.next() % 12)),
+			"start":      aInt(r.small()),
+			"batch_dims": aInt(r.small()),
 		}
 		if r.next()%2 == 1 {
 			at["perm"] = aInts(r.small(), r.small(), r.small())
