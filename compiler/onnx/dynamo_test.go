@@ -290,6 +290,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 		Input:  inputs,
 		Output: []*onnxpb.ValueInfoProto{tensorInfo("logits", onnxpb.TensorProto_FLOAT, "batch", 2)},
 	})
+	m.IrVersion = proto.Int64(10) // onnx >= 1.16, as torch 2.9 writes
 	m.ProducerName = proto.String("pytorch")
 	m.ProducerVersion = proto.String("2.9.0")
 	return m
