@@ -147,12 +147,12 @@ func contribBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelP
 	return m
 }
 
-// sharedBERT is write applied to the shared sst2-bert-mini (its config
-// and weights), serialized, with the model's directory (its reference is
+// sharedBERT is write applied to the shared model name (its config and
+// weights), serialized, with the model's directory (its reference is
 // there).
-func sharedBERT(t *testing.T, write func(hf.Config, *hf.Safetensors) *onnxpb.ModelProto) (dir string, model []byte) {
+func sharedBERT(t *testing.T, name string, write func(hf.Config, *hf.Safetensors) *onnxpb.ModelProto) (dir string, model []byte) {
 	t.Helper()
-	dir = testmodels.ModelDir(t, "sst2-bert-mini")
+	dir = testmodels.ModelDir(t, name)
 	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func sharedBERT(t *testing.T, write func(hf.Config, *hf.Safetensors) *onnxpb.Mod
 // sharedContribBERT is contribBERT of the shared sst2-bert-mini.
 func sharedContribBERT(t *testing.T) (dir string, model []byte) {
 	t.Helper()
-	return sharedBERT(t, func(cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto { return contribBERT(t, cfg, st) })
+	return sharedBERT(t, "sst2-bert-mini", func(cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto { return contribBERT(t, cfg, st) })
 }
 
 // TestContribBERTMatchesReference: sst2-bert-mini written with ONNX

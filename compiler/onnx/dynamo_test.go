@@ -45,6 +45,10 @@ type dynamoForm struct {
 	// eager_mask's Where(mask, 0, min) once, and per layer
 	// MatMul(Q, Transpose<0,1,3,2>(K)) * scaling + mask, Softmax, · V.
 	eager bool
+	// distil writes sst2-distilbert-tiny, DistilBERT as transformers 5
+	// codes it (the same attention and mask code; word + position
+	// embeddings, pre_classifier + ReLU head), instead of sst2-bert-mini.
+	distil bool
 }
 
 func (f dynamoForm) String() string {
@@ -54,6 +58,9 @@ func (f dynamoForm) String() string {
 	}
 	if f.eager {
 		s += "-eager"
+	}
+	if f.distil {
+		s = "distilbert-" + s
 	}
 	return s
 }
@@ -107,6 +114,10 @@ func (w *dynamoWriter) dim(x string, i int64) string {
 func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm) *onnxpb.ModelProto {
 	t.Helper()
 	w := &dynamoWriter{}
+	nm := bertNames
+	if form.distil {
+		nm = distilBertNames
+	}
 	weight := func(name string) *compiler.Tensor {
 		x, err := st.Weight(name, nil)
 		if err != nil {
@@ -149,7 +160,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	// Embeddings: (word + token type) + position, positions sliced from
 	// the position_ids buffer.
 	seq := w.dim("input_ids", 1)
-	positionIDs := "bert.embeddings.position_ids"
+	positionIDs := nm.embeddings + ".position_ids"
 	ids := make([]int64, cfg.MaxPositions)
 	for i := range ids {
 		ids[i] = int64(i)
@@ -162,19 +173,24 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 		tensorInfo("input_ids", onnxpb.TensorProto_INT64, "batch", "sequence"),
 		tensorInfo("attention_mask", onnxpb.TensorProto_INT64, "batch", "sequence"),
 	}
-	if form.noTypeIDs {
+	switch {
+	case form.distil: // no token types
+	case form.noTypeIDs:
 		// self.token_type_ids.expand(1, -1) (a no-op the optimizer drops),
 		// gathered at the position ids, expanded to (batch, seq).
-		buffer := "bert.embeddings.token_type_ids"
+		buffer := nm.embeddings + ".token_type_ids"
 		w.inits = append(w.inits, i64Typed(buffer, []int64{1, int64(cfg.MaxPositions)}, make([]int64, cfg.MaxPositions)...))
 		gathered := w.op("GatherElements", []string{buffer, positions}, intAttr("axis", 1))
 		types = w.op("Expand", []string{gathered, w.op("Concat", []string{w.dim("input_ids", 0), seq}, intAttr("axis", 0))})
-	} else {
+	default:
 		inputs = append(inputs, tensorInfo("token_type_ids", onnxpb.TensorProto_INT64, "batch", "sequence"))
 	}
-	sum := w.op("Add", []string{gather("bert.embeddings.word_embeddings.weight", "input_ids"), gather("bert.embeddings.token_type_embeddings.weight", types)})
-	sum = w.op("Add", []string{sum, gather("bert.embeddings.position_embeddings.weight", positions)})
-	x := layerNorm(sum, "bert.embeddings.LayerNorm")
+	sum := gather(nm.embeddings+".word_embeddings.weight", "input_ids")
+	if !form.distil {
+		sum = w.op("Add", []string{sum, gather(nm.embeddings+".token_type_embeddings.weight", types)})
+	}
+	sum = w.op("Add", []string{sum, gather(nm.embeddings+".position_embeddings.weight", positions)})
+	x := layerNorm(sum, nm.embeddings+".LayerNorm")
 
 	var mask string
 	if form.transformers == "5" {
@@ -199,10 +215,10 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	newCode := form.transformers != "4.56"
 
 	for l := range cfg.NumLayers {
-		p := "bert.encoder.layer." + strconv.Itoa(l)
+		p := nm.layers + "." + strconv.Itoa(l)
 		batch, seqL := w.dim(x, 0), w.dim(x, 1)
 		split := func(part string) string {
-			y := linear(x, p+".attention.self."+part)
+			y := linear(x, p+nm.qkv[part])
 			var shape string
 			if newCode {
 				shape = w.op("Concat", []string{batch, seqL, w.ints(-1), w.ints(headSize)}, intAttr("axis", 0))
@@ -267,8 +283,8 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 			merge = w.op("Concat", []string{batch, seqL, w.ints(h)}, intAttr("axis", 0))
 		}
 		merged := w.op("Reshape", []string{w.op("Transpose", []string{ctx}, intsAttr("perm", 0, 2, 1, 3)), merge}, intAttr("allowzero", 1))
-		x1 := layerNorm(w.op("Add", []string{linear(merged, p+".attention.output.dense"), x}), p+".attention.output.LayerNorm")
-		up := linear(x1, p+".intermediate.dense")
+		x1 := layerNorm(w.op("Add", []string{linear(merged, p+nm.out), x}), p+nm.norm1)
+		up := linear(x1, p+nm.up)
 		var gelu string
 		if form.opset >= 20 {
 			gelu = w.op("Gelu", []string{up}, &onnxpb.AttributeProto{Name: proto.String("approximate"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte("none")})
@@ -276,14 +292,14 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 			erf := w.op("Erf", []string{w.op("Div", []string{up, w.float(float32(math.Sqrt2))})})
 			gelu = w.op("Mul", []string{up, w.op("Mul", []string{w.float(0.5), w.op("Add", []string{erf, w.float(1)})})})
 		}
-		x = layerNorm(w.op("Add", []string{linear(gelu, p+".output.dense"), x1}), p+".output.LayerNorm")
+		x = layerNorm(w.op("Add", []string{linear(gelu, p+nm.down), x1}), p+nm.norm2)
 	}
 	// Pooler and classifier: hidden[:, 0], then Linear on 2-D input is Gemm.
 	w.next++
 	zero := fmt.Sprintf("val_%d", w.next)
 	w.inits = append(w.inits, i64Typed(zero, nil, 0))
 	first := w.op("Gather", []string{x, zero}, intAttr("axis", 1))
-	pooled := w.op("Tanh", []string{w.op("Gemm", []string{first, param("bert.pooler.dense.weight"), param("bert.pooler.dense.bias")}, intAttr("transB", 1))})
+	pooled := w.op(nm.headAct, []string{w.op("Gemm", []string{first, param(nm.head + ".weight"), param(nm.head + ".bias")}, intAttr("transB", 1))})
 	w.nodes = append(w.nodes, node("Gemm", "node_Gemm_logits", []string{pooled, param("classifier.weight"), param("classifier.bias")}, []string{"logits"}, intAttr("transB", 1)))
 	m := model(form.opset, &onnxpb.GraphProto{
 		Name: proto.String("main_graph"), Node: w.nodes, Initializer: w.inits, ValueInfo: w.info,
@@ -333,18 +349,44 @@ func (w *dynamoWriter) boolMask(x string) string {
 	return w.op("Expand", []string{result, shape})
 }
 
-// dynamoForms are the forms the tests write.
-var dynamoForms = []dynamoForm{
-	{20, "4.56", false, false}, {18, "4.56", false, false}, {23, "4.56", false, false},
-	{20, "4.57", false, false}, {23, "4.57", false, false},
-	{20, "5", false, false}, {18, "5", false, false}, {23, "5", false, false},
-	{20, "5", true, false}, {20, "5", false, true},
+// modelNames are a family's parameter names, as transformers names them.
+type modelNames struct {
+	dir                         string // the shared model
+	embeddings, layers          string
+	qkv                         map[string]string // by part, under a layer
+	out, norm1, up, down, norm2 string            // under a layer
+	head, headAct               string            // the dense before the classifier, its activation
 }
 
-// sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini.
+var (
+	bertNames = modelNames{dir: "sst2-bert-mini", embeddings: "bert.embeddings", layers: "bert.encoder.layer",
+		qkv: map[string]string{"query": ".attention.self.query", "key": ".attention.self.key", "value": ".attention.self.value"},
+		out: ".attention.output.dense", norm1: ".attention.output.LayerNorm", up: ".intermediate.dense", down: ".output.dense", norm2: ".output.LayerNorm",
+		head: "bert.pooler.dense", headAct: "Tanh"}
+	distilBertNames = modelNames{dir: "sst2-distilbert-tiny", embeddings: "distilbert.embeddings", layers: "distilbert.transformer.layer",
+		qkv: map[string]string{"query": ".attention.q_lin", "key": ".attention.k_lin", "value": ".attention.v_lin"},
+		out: ".attention.out_lin", norm1: ".sa_layer_norm", up: ".ffn.lin1", down: ".ffn.lin2", norm2: ".output_layer_norm",
+		head: "pre_classifier", headAct: "Relu"}
+)
+
+// dynamoForms are the forms the tests write.
+var dynamoForms = []dynamoForm{
+	{20, "4.56", false, false, false}, {18, "4.56", false, false, false}, {23, "4.56", false, false, false},
+	{20, "4.57", false, false, false}, {23, "4.57", false, false, false},
+	{20, "5", false, false, false}, {18, "5", false, false, false}, {23, "5", false, false, false},
+	{20, "5", true, false, false}, {20, "5", false, true, false},
+	{20, "5", false, false, true}, {23, "5", false, false, true},
+}
+
+// sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini (or
+// sst2-distilbert-tiny).
 func sharedDynamoBERT(t *testing.T, form dynamoForm) (dir string, model []byte) {
 	t.Helper()
-	return sharedBERT(t, func(cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto { return dynamoBERT(t, cfg, st, form) })
+	name := bertNames.dir
+	if form.distil {
+		name = distilBertNames.dir
+	}
+	return sharedBERT(t, name, func(cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto { return dynamoBERT(t, cfg, st, form) })
 }
 
 // TestDynamoBERTMatchesReference: sst2-bert-mini as torch.onnx's dynamo
@@ -354,7 +396,7 @@ func sharedDynamoBERT(t *testing.T, form dynamoForm) (dir string, model []byte) 
 // sqc.AttentionMask, fused GELUs, LayerNorms, Linears and embeddings.
 // SQC_DYNAMO_MODEL_OUT=dir saves each form there (to run in ONNX Runtime).
 func TestDynamoBERTMatchesReference(t *testing.T) {
-	var torchOps map[string]int
+	torchOps := map[string]map[string]int{} // by model directory
 	for _, form := range dynamoForms {
 		t.Run(form.String(), func(t *testing.T) {
 			dir, data := sharedDynamoBERT(t, form)
@@ -371,15 +413,15 @@ func TestDynamoBERTMatchesReference(t *testing.T) {
 				t.Fatalf("graph does not verify: %v", err)
 			}
 			wantInterpMatchesReference(t, g, dir, 32)
-			if torchOps == nil {
+			if torchOps[dir] == nil {
 				torch, err := Load(filepath.Join(dir, "model.onnx"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				torchOps = canonicalOps(t, torch)
+				torchOps[dir] = canonicalOps(t, torch)
 			}
-			if ops := canonicalOps(t, g); !maps.Equal(ops, torchOps) {
-				t.Errorf("canonical ops differ from the TorchScript export's:\ndynamo %v\ntorch  %v", ops, torchOps)
+			if ops := canonicalOps(t, g); !maps.Equal(ops, torchOps[dir]) {
+				t.Errorf("canonical ops differ from the TorchScript export's:\ndynamo %v\ntorch  %v", ops, torchOps[dir])
 			}
 		})
 	}
