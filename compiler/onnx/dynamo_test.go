@@ -217,7 +217,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	for l := range cfg.NumLayers {
 		p := nm.layers + "." + strconv.Itoa(l)
 		batch, seqL := w.dim(x, 0), w.dim(x, 1)
-		split := func(part string) string {
+		split := func(part string, perm ...int64) string {
 			y := linear(x, p+nm.qkv[part])
 			var shape string
 			if newCode {
@@ -225,9 +225,15 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 			} else {
 				shape = w.op("Concat", []string{batch, w.ints(-1), w.ints(heads), w.ints(headSize)}, intAttr("axis", 0))
 			}
-			return w.op("Transpose", []string{w.op("Reshape", []string{y, shape}, intAttr("allowzero", 1))}, intsAttr("perm", 0, 2, 1, 3))
+			return w.op("Transpose", []string{w.op("Reshape", []string{y, shape}, intAttr("allowzero", 1))}, intsAttr("perm", perm...))
 		}
-		q, k, v := split("query"), split("key"), split("value")
+		keyPerm := []int64{0, 2, 1, 3}
+		if form.eager {
+			// key.transpose(1, 2) then .transpose(2, 3), which the
+			// optimizer merges into one Transpose<0,2,3,1>.
+			keyPerm = []int64{0, 2, 3, 1}
+		}
+		q, k, v := split("query", 0, 2, 1, 3), split("key", keyPerm...), split("value", 0, 2, 1, 3)
 		layerMask := mask
 		if form.transformers == "4.57" {
 			// sdpa_attention_forward: attention_mask[:, :, :, : key.shape[-2]]
@@ -235,7 +241,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 		}
 		var ctx string
 		if form.eager {
-			scores := w.op("MatMul", []string{q, w.op("Transpose", []string{k}, intsAttr("perm", 0, 1, 3, 2))})
+			scores := w.op("MatMul", []string{q, k})
 			scores = w.op("Mul", []string{scores, w.float(float32(1 / math.Sqrt(float64(headSize))))})
 			ctx = w.op("MatMul", []string{w.op("Softmax", []string{w.op("Add", []string{scores, layerMask})}, intAttr("axis", -1)), v})
 		} else if form.opset >= 23 {
