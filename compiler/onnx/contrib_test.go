@@ -149,10 +149,14 @@ func contribBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelP
 
 // sharedBERT is write applied to the shared model name (its config and
 // weights), serialized, with the model's directory (its reference is
-// there).
-func sharedBERT(t *testing.T, name string, write func(hf.Config, *hf.Safetensors) *onnxpb.ModelProto) (dir string, model []byte) {
+// there); or, given in, to the model in that directory.
+func sharedBERT(t *testing.T, name string, write func(hf.Config, *hf.Safetensors) *onnxpb.ModelProto, in ...string) (dir string, model []byte) {
 	t.Helper()
-	dir = testmodels.ModelDir(t, name)
+	if len(in) > 0 {
+		dir = in[0]
+	} else {
+		dir = testmodels.ModelDir(t, name)
+	}
 	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,9 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/compiler/onnx/internal/onnxpb"
+	"github.com/sqc-dev/sqc/internal/testmodels"
 	"github.com/sqc-dev/sqc/passes"
 )
 
@@ -49,6 +51,12 @@ type dynamoForm struct {
 	// codes it (the same attention and mask code; word + position
 	// embeddings, pre_classifier + ReLU head), instead of sst2-bert-mini.
 	distil bool
+	// roberta writes the committed tiny RobertaForSequenceClassification
+	// (testmodels.TinyRobertaCls: gelu_new, no token_type_ids input) as
+	// transformers 5 codes it: position ids from the input ids
+	// (create_position_ids_from_input_ids), type ids gathered from the
+	// buffer at them, the classification head's dense + tanh + out_proj.
+	roberta bool
 }
 
 func (f dynamoForm) String() string {
@@ -61,6 +69,9 @@ func (f dynamoForm) String() string {
 	}
 	if f.distil {
 		s = "distilbert-" + s
+	}
+	if f.roberta {
+		s = "roberta-" + s
 	}
 	return s
 }
@@ -90,6 +101,14 @@ func (w *dynamoWriter) ints(v ...int64) string {
 	return name
 }
 
+// scalar is an i64 scalar initializer.
+func (w *dynamoWriter) scalar(v int64) string {
+	w.next++
+	name := fmt.Sprintf("val_%d", w.next)
+	w.inits = append(w.inits, i64Typed(name, nil, v))
+	return name
+}
+
 func (w *dynamoWriter) float(v float32, dims ...int64) string {
 	w.next++
 	name := fmt.Sprintf("val_%d", w.next)
@@ -115,8 +134,11 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	t.Helper()
 	w := &dynamoWriter{}
 	nm := bertNames
-	if form.distil {
+	switch {
+	case form.distil:
 		nm = distilBertNames
+	case form.roberta:
+		nm = robertaNames
 	}
 	weight := func(name string) *compiler.Tensor {
 		x, err := st.Weight(name, nil)
@@ -168,6 +190,15 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	w.inits = append(w.inits, i64Typed(positionIDs, []int64{1, int64(cfg.MaxPositions)}, ids...))
 	gather := func(table, ids string) string { return w.op("Gather", []string{param(table), ids}) }
 	positions := w.op("Slice", []string{positionIDs, w.ints(0), seq, w.ints(1), w.ints(1)})
+	if form.roberta {
+		// mask = input_ids.ne(pad).int(); ((cumsum(mask, 1).type_as(mask)
+		// + 0) * mask).long() + pad, as torchlib writes it (its CumSum keeps
+		// int32; the same-type Cast and the + 0 are optimised away).
+		pad := w.scalar(int64(cfg.PadTokenID))
+		notPad := w.op("Cast", []string{w.op("Not", []string{w.op("Equal", []string{"input_ids", pad})})}, intAttr("to", int64(onnxpb.TensorProto_INT32)))
+		counted := w.op("Mul", []string{w.op("CumSum", []string{notPad, w.scalar(1)}), notPad})
+		positions = w.op("Add", []string{w.op("Cast", []string{counted}, intAttr("to", int64(onnxpb.TensorProto_INT64))), pad})
+	}
 	types := "token_type_ids"
 	inputs := []*onnxpb.ValueInfoProto{
 		tensorInfo("input_ids", onnxpb.TensorProto_INT64, "batch", "sequence"),
@@ -180,6 +211,9 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 		// gathered at the position ids, expanded to (batch, seq).
 		buffer := nm.embeddings + ".token_type_ids"
 		w.inits = append(w.inits, i64Typed(buffer, []int64{1, int64(cfg.MaxPositions)}, make([]int64, cfg.MaxPositions)...))
+		if form.roberta { // expand(position_ids.shape[0], -1): -1 becomes 1
+			buffer = w.op("Expand", []string{buffer, w.op("Concat", []string{w.dim(positions, 0), w.ints(1)}, intAttr("axis", 0))})
+		}
 		gathered := w.op("GatherElements", []string{buffer, positions}, intAttr("axis", 1))
 		types = w.op("Expand", []string{gathered, w.op("Concat", []string{w.dim("input_ids", 0), seq}, intAttr("axis", 0))})
 	default:
@@ -292,7 +326,12 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 		x1 := layerNorm(w.op("Add", []string{linear(merged, p+nm.out), x}), p+nm.norm1)
 		up := linear(x1, p+nm.up)
 		var gelu string
-		if form.opset >= 20 {
+		if nm.geluNew {
+			// NewGELUActivation: 0.5 * x * (1 + tanh(√(2/π) * (x + 0.044715 * x³))).
+			cubic := w.op("Mul", []string{w.op("Pow", []string{up, w.float(3)}), w.float(0.044715)})
+			inner := w.op("Mul", []string{w.op("Add", []string{up, cubic}), w.float(float32(math.Sqrt(2 / math.Pi)))})
+			gelu = w.op("Mul", []string{w.op("Mul", []string{up, w.float(0.5)}), w.op("Add", []string{w.op("Tanh", []string{inner}), w.float(1)})})
+		} else if form.opset >= 20 {
 			gelu = w.op("Gelu", []string{up}, &onnxpb.AttributeProto{Name: proto.String("approximate"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte("none")})
 		} else {
 			erf := w.op("Erf", []string{w.op("Div", []string{up, w.float(float32(math.Sqrt2))})})
@@ -306,7 +345,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 	w.inits = append(w.inits, i64Typed(zero, nil, 0))
 	first := w.op("Gather", []string{x, zero}, intAttr("axis", 1))
 	pooled := w.op(nm.headAct, []string{w.op("Gemm", []string{first, param(nm.head + ".weight"), param(nm.head + ".bias")}, intAttr("transB", 1))})
-	w.nodes = append(w.nodes, node("Gemm", "node_Gemm_logits", []string{pooled, param("classifier.weight"), param("classifier.bias")}, []string{"logits"}, intAttr("transB", 1)))
+	w.nodes = append(w.nodes, node("Gemm", "node_Gemm_logits", []string{pooled, param(nm.classifier + ".weight"), param(nm.classifier + ".bias")}, []string{"logits"}, intAttr("transB", 1)))
 	m := model(form.opset, &onnxpb.GraphProto{
 		Name: proto.String("main_graph"), Node: w.nodes, Initializer: w.inits, ValueInfo: w.info,
 		Input:  inputs,
@@ -326,14 +365,8 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 func (w *dynamoWriter) boolMask(x string) string {
 	toBool := intAttr("to", int64(onnxpb.TensorProto_BOOL))
 	padding := w.op("Cast", []string{"attention_mask"}, toBool)
-	scalar := func(v int64) string {
-		w.next++
-		name := fmt.Sprintf("val_%d", w.next)
-		w.inits = append(w.inits, i64Typed(name, nil, v))
-		return name
-	}
 	arange := func(of string, dim int64) string {
-		return w.op("Range", []string{scalar(0), w.op("Squeeze", []string{w.dim(of, dim)}), scalar(1)})
+		return w.op("Range", []string{w.scalar(0), w.op("Squeeze", []string{w.dim(of, dim)}), w.scalar(1)})
 	}
 	positions := arange(x, 1) // cache_position
 	batchIdx := w.op("Unsqueeze", []string{arange(x, 0), w.ints(1, 2, 3)})
@@ -342,7 +375,7 @@ func (w *dynamoWriter) boolMask(x string) string {
 	w.next++
 	yes := fmt.Sprintf("val_%d", w.next)
 	w.inits = append(w.inits, &onnxpb.TensorProto{Name: proto.String(yes), DataType: proto.Int32(int32(onnxpb.TensorProto_BOOL)), Int32Data: []int32{1}})
-	result := w.op("And", []string{yes, w.op("GreaterOrEqual", []string{qIdx, scalar(0)})})
+	result := w.op("And", []string{yes, w.op("GreaterOrEqual", []string{qIdx, w.scalar(0)})})
 	// padding_mask[batch_idx, kv_idx]: aten.index as _aten_index_onnx
 	// writes it (the identity transposes it adds are optimised away).
 	broadcast := w.op("Shape", []string{w.op("Max", []string{batchIdx, kvIdx})})
@@ -362,26 +395,31 @@ type modelNames struct {
 	qkv                         map[string]string // by part, under a layer
 	out, norm1, up, down, norm2 string            // under a layer
 	head, headAct               string            // the dense before the classifier, its activation
+	classifier                  string
+	geluNew                     bool // gelu_new (tanh form, written out) instead of F.gelu
 }
 
 var (
 	bertNames = modelNames{dir: "sst2-bert-mini", embeddings: "bert.embeddings", layers: "bert.encoder.layer",
 		qkv: map[string]string{"query": ".attention.self.query", "key": ".attention.self.key", "value": ".attention.self.value"},
 		out: ".attention.output.dense", norm1: ".attention.output.LayerNorm", up: ".intermediate.dense", down: ".output.dense", norm2: ".output.LayerNorm",
-		head: "bert.pooler.dense", headAct: "Tanh"}
+		head: "bert.pooler.dense", headAct: "Tanh", classifier: "classifier"}
 	distilBertNames = modelNames{dir: "sst2-distilbert-tiny", embeddings: "distilbert.embeddings", layers: "distilbert.transformer.layer",
 		qkv: map[string]string{"query": ".attention.q_lin", "key": ".attention.k_lin", "value": ".attention.v_lin"},
 		out: ".attention.out_lin", norm1: ".sa_layer_norm", up: ".ffn.lin1", down: ".ffn.lin2", norm2: ".output_layer_norm",
-		head: "pre_classifier", headAct: "Relu"}
+		head: "pre_classifier", headAct: "Relu", classifier: "classifier"}
+	robertaNames = modelNames{dir: testmodels.TinyRobertaCls, embeddings: "roberta.embeddings", layers: "roberta.encoder.layer",
+		qkv: bertNames.qkv, out: bertNames.out, norm1: bertNames.norm1, up: bertNames.up, down: bertNames.down, norm2: bertNames.norm2,
+		head: "classifier.dense", headAct: "Tanh", classifier: "classifier.out_proj", geluNew: true}
 )
 
 // dynamoForms are the forms the tests write.
 var dynamoForms = []dynamoForm{
-	{20, "4.56", false, false, false}, {18, "4.56", false, false, false}, {23, "4.56", false, false, false},
-	{20, "4.57", false, false, false}, {23, "4.57", false, false, false},
-	{20, "5", false, false, false}, {18, "5", false, false, false}, {23, "5", false, false, false},
-	{20, "5", true, false, false}, {20, "5", false, true, false},
-	{20, "5", false, false, true}, {23, "5", false, false, true},
+	{20, "4.56", false, false, false, false}, {18, "4.56", false, false, false, false}, {23, "4.56", false, false, false, false},
+	{20, "4.57", false, false, false, false}, {23, "4.57", false, false, false, false},
+	{20, "5", false, false, false, false}, {18, "5", false, false, false, false}, {23, "5", false, false, false, false},
+	{20, "5", true, false, false, false}, {20, "5", false, true, false, false},
+	{20, "5", false, false, true, false}, {23, "5", false, false, true, false},
 }
 
 // sharedDynamoBERT is dynamoBERT of the shared sst2-bert-mini (or
@@ -455,6 +493,59 @@ func TestDynamoBERTInONNXRuntime(t *testing.T) {
 		t.Run(form.String(), func(t *testing.T) {
 			dir, data := sharedDynamoBERT(t, form)
 			wantORTMatchesReference(t, dir, data)
+		})
+	}
+}
+
+// TestDynamoRoBERTa: the tiny RoBERTa classifier as the dynamo exporter
+// writes transformers 5's code (opsets 20 and 23) gives PyTorch's logits
+// on its reference batch (padded), in sqc's interpreter and in ONNX
+// Runtime, and canonicalises to its TorchScript export's ops: RoBERTa's
+// position ids and the type ids gathered at them fuse into sqc.Embeddings.
+func TestDynamoRoBERTa(t *testing.T) {
+	dir := testmodels.TinyDir(t, testmodels.TinyRobertaCls)
+	ref, err := testmodels.LoadModelReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torch, err := Load(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	torchOps := canonicalOps(t, torch)
+	for _, opset := range []int64{20, 23} {
+		form := dynamoForm{opset: opset, transformers: "5", noTypeIDs: true, roberta: true}
+		t.Run(form.String(), func(t *testing.T) {
+			_, data := sharedBERT(t, "", func(cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelProto { return dynamoBERT(t, cfg, st, form) }, dir)
+			g, err := Decode(data, "dynamo-roberta.onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := interp.Run(g, ref.Inputs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ref.Outputs["logits"]
+			if d := testmodels.TensorMaxAbsDiff(out["logits"], want); !(d <= 1e-4) {
+				t.Errorf("max |logit - reference| = %.3g, want <= 1e-4", d)
+			} else {
+				t.Logf("max |logit - reference| = %.3g", d)
+			}
+			if ops := canonicalOps(t, g); !maps.Equal(ops, torchOps) {
+				t.Errorf("canonical ops differ from the TorchScript export's:\ndynamo %v\ntorch  %v", ops, torchOps)
+			}
+			tmp := t.TempDir()
+			if err := os.WriteFile(filepath.Join(tmp, "model.onnx"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := testmodels.WriteORTInputs(tmp, ref.Inputs); err != nil {
+				t.Fatal(err)
+			}
+			if d := testmodels.TensorMaxAbsDiff(testmodels.RunORT(t, tmp)["logits"], want); !(d <= 1e-4) {
+				t.Errorf("ONNX Runtime: max |logit - reference| = %.3g, want <= 1e-4", d)
+			} else {
+				t.Logf("ONNX Runtime: max |logit - reference| = %.3g", d)
+			}
 		})
 	}
 }
