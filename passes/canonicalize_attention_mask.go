@@ -208,10 +208,7 @@ func followUnsqueezes(ix *index, name string, castTo int64) (src string, casts i
 		if p.Op != "Unsqueeze" {
 			break
 		}
-		axes, ok := p.AttrInts("axes")
-		if !ok && len(p.Inputs) > 1 {
-			axes, ok = ix.ints(p.Inputs[1])
-		}
+		axes, ok := ix.axes(p)
 		if !ok {
 			return "", 0, false
 		}
@@ -465,22 +462,24 @@ func allTrue(ix *index, name string) bool {
 	if c, ok := ix.scalar(ge.Inputs[1]); !ok || c > 0 {
 		return false
 	}
-	r := ix.producedBy(unsqueezedSource(ix, ge.Inputs[0]), "Range")
-	if r == nil {
-		return false
-	}
-	start, ok1 := ix.scalar(r.Inputs[0])
-	delta, ok2 := ix.scalar(r.Inputs[2])
-	return ok1 && ok2 && start >= 0 && delta > 0
+	start, delta, ok := unsqueezedRange(ix, ge.Inputs[0])
+	return ok && start >= 0 && delta > 0
 }
 
-// unsqueezedSource follows Unsqueeze nodes back to the value they add unit
-// axes to (their values are its values).
-func unsqueezedSource(ix *index, name string) string {
+// unsqueezedRange matches name as Range(start, n, delta), with constant
+// start and delta, behind any Unsqueeze nodes (which add unit axes and
+// keep its values), and returns start and delta.
+func unsqueezedRange(ix *index, name string) (start, delta float64, ok bool) {
 	for p := ix.producedBy(name, "Unsqueeze"); p != nil; p = ix.producedBy(name, "Unsqueeze") {
 		name = p.Inputs[0]
 	}
-	return name
+	r := ix.producedBy(name, "Range")
+	if r == nil {
+		return 0, 0, false
+	}
+	start, ok1 := ix.scalar(r.Inputs[0])
+	delta, ok2 := ix.scalar(r.Inputs[2])
+	return start, delta, ok1 && ok2
 }
 
 // gatheredMask matches transformers 5's padding_mask[batch_idx, kv_idx]
@@ -514,10 +513,7 @@ func gatheredMask(ix *index, name string) (string, bool) {
 		if u == nil {
 			return "", false
 		}
-		axes, ok := u.AttrInts("axes")
-		if !ok && len(u.Inputs) > 1 {
-			axes, ok = ix.ints(u.Inputs[1])
-		}
+		axes, ok := ix.axes(u)
 		if !ok || len(axes) != 1 || (axes[0] != -1 && axes[0] != 4) {
 			return "", false
 		}
@@ -545,11 +541,6 @@ func isArangeAlong(ix *index, name string, axis int, dim compiler.Dim) bool {
 			return false
 		}
 	}
-	r := ix.producedBy(unsqueezedSource(ix, name), "Range")
-	if r == nil {
-		return false
-	}
-	start, ok1 := ix.scalar(r.Inputs[0])
-	delta, ok2 := ix.scalar(r.Inputs[2])
-	return ok1 && ok2 && start == 0 && delta == 1
+	start, delta, ok := unsqueezedRange(ix, name)
+	return ok && start == 0 && delta == 1
 }

@@ -170,8 +170,8 @@ func embedGather(g *compiler.Graph, ix *index, name string) (table, indices stri
 }
 
 // matchTypeRow matches name as one type row added to every token by the
-// sum words + name = sum (words the word term, or word + position): a constant [H] or [1, H] (the HF frontend's folded
-// Gather(type, 0)), or a Gather of a [types, H] table at indices that are
+// sum words + name = sum (words the word term, or word + position): a
+// constant [H] or [1, H] (the HF frontend's folded Gather(type, 0)), or a Gather of a [types, H] table at indices that are
 // all zero (torch.onnx's Expand of a Slice of the buffered all-zero
 // token_type_ids). The sum must keep the word term's shape, so the row
 // only broadcasts. It sets m.typ (and m.typeRow, for a row that is not a

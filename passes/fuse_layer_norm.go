@@ -138,10 +138,7 @@ func reducesLastAxis(ix *index, n *compiler.Node) bool {
 	if n.AttrInt("keepdims", 1) != 1 {
 		return false
 	}
-	axes, ok := n.AttrInts("axes")
-	if !ok && len(n.Inputs) > 1 && n.Inputs[1] != "" {
-		axes, ok = ix.ints(n.Inputs[1])
-	}
+	axes, ok := ix.axes(n)
 	if !ok || len(axes) != 1 {
 		return false
 	}

@@ -131,6 +131,18 @@ func (ix *index) ints(name string) ([]int64, bool) {
 	return nil, false
 }
 
+// axes returns the axes of an Unsqueeze, Squeeze or Reduce node: its
+// attribute (older opsets) or its constant input 1 (newer ones).
+func (ix *index) axes(n *compiler.Node) ([]int64, bool) {
+	if axes, ok := n.AttrInts("axes"); ok {
+		return axes, true
+	}
+	if len(n.Inputs) > 1 && n.Inputs[1] != "" {
+		return ix.ints(n.Inputs[1])
+	}
+	return nil, false
+}
+
 // otherInput returns, for a binary node with one input equal to name, the
 // other input.
 func otherInput(n *compiler.Node, name string) (string, bool) {

@@ -65,7 +65,8 @@ type contribExpander struct {
 	// producer and readers index the graph as read (before expansion).
 	producer map[string]*compiler.Node
 	readers  map[string][]*compiler.Node
-	outputs  map[string]bool // graph outputs
+	outputs  map[string]bool           // graph outputs
+	dtypes   map[string]compiler.DType // dtype's results
 }
 
 // errContrib wraps what is wrong with a com.microsoft node: a use of it

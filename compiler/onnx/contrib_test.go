@@ -130,7 +130,7 @@ func contribBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors) *onnxpb.ModelP
 	nodes = append(nodes,
 		node("Gather", "first_token", []string{x, "zero"}, []string{"first"}, intAttr("axis", 1)),
 		ms("FusedGemm", "pooler", []string{"first", param("bert.pooler.dense.weight"), param("bert.pooler.dense.bias")}, []string{"pooled"},
-			intAttr("transB", 1), &onnxpb.AttributeProto{Name: proto.String("activation"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte("Tanh")}),
+			intAttr("transB", 1), strAttr("activation", "Tanh")),
 		node("Gemm", "classifier", []string{"pooled", param("classifier.weight"), param("classifier.bias")}, []string{"logits"}, intAttr("transB", 1)),
 	)
 	inits = append(inits, i64Typed("zero", nil, 0))
@@ -350,9 +350,6 @@ func TestContribFusedMatMul(t *testing.T) {
 // naming the file, the node and the reason; ops it does not know stay
 // unsupported with the advice for ONNX Runtime's ops.
 func TestContribRefused(t *testing.T) {
-	str := func(name, v string) *onnxpb.AttributeProto {
-		return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
-	}
 	rankless := oneContribOp("FusedMatMul", []int64{2, 5, 4}, intAttr("transA", 1))
 	rankless.Graph.Input[0] = tensorInfo("a", onnxpb.TensorProto_FLOAT)
 	rankless.Graph.Input[0].Type.GetTensorType().Shape = nil
@@ -370,7 +367,7 @@ func TestContribRefused(t *testing.T) {
 	}{
 		{"MultiHeadAttention with a cache", withPast, []string{"input 6 (past_key)"}},
 		{"transA without a rank", rankless, []string{"the_op", "transA=1 needs the rank of a"}},
-		{"FusedGemm activation", oneContribOp("FusedGemm", []int64{4, 2}, str("activation", "Elu")), []string{"the_op", `activation "Elu"`}},
+		{"FusedGemm activation", oneContribOp("FusedGemm", []int64{4, 2}, strAttr("activation", "Elu")), []string{"the_op", `activation "Elu"`}},
 		{"FusedMatMul batch transpose", oneContribOp("FusedMatMul", []int64{2, 4, 5}, intAttr("transBatchA", 1)), []string{"transBatchA"}},
 		{"SkipLayerNorm mean read", skipStats, []string{"output 1 (mean"}},
 		{"unknown contrib op", oneContribOp("QAttention", []int64{4}), []string{"com.microsoft.QAttention", "quantised already"}},

@@ -332,7 +332,7 @@ func dynamoBERT(t *testing.T, cfg hf.Config, st *hf.Safetensors, form dynamoForm
 			inner := w.op("Mul", []string{w.op("Add", []string{up, cubic}), w.float(float32(math.Sqrt(2 / math.Pi)))})
 			gelu = w.op("Mul", []string{w.op("Mul", []string{up, w.float(0.5)}), w.op("Add", []string{w.op("Tanh", []string{inner}), w.float(1)})})
 		} else if form.opset >= 20 {
-			gelu = w.op("Gelu", []string{up}, &onnxpb.AttributeProto{Name: proto.String("approximate"), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte("none")})
+			gelu = w.op("Gelu", []string{up}, strAttr("approximate", "none"))
 		} else {
 			erf := w.op("Erf", []string{w.op("Div", []string{up, w.float(float32(math.Sqrt2))})})
 			gelu = w.op("Mul", []string{up, w.op("Mul", []string{w.float(0.5), w.op("Add", []string{erf, w.float(1)})})})

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
 )
@@ -76,9 +77,9 @@ func (e *contribExpander) onnxAttention(n *compiler.Node) error {
 	if err := need(n, 0, 1, 2); err != nil {
 		return err
 	}
-	for i, what := range []string{4: "past_key", 5: "past_value", 6: "nonpad_kv_seqlen"} {
-		if i >= 4 && input(n, i) != "" {
-			return fmt.Errorf("%w: input %d (%s) is given; sqc compiles encoder attention without a key/value cache", errFunction, i, what)
+	for i, what := range []string{"past_key", "past_value", "nonpad_kv_seqlen"} {
+		if input(n, 4+i) != "" {
+			return fmt.Errorf("%w: input %d (%s) is given; sqc compiles encoder attention without a key/value cache", errFunction, 4+i, what)
 		}
 	}
 	if err := e.refuseOutputs(n, 1, "the key/value cache or the attention scores"); err != nil {
@@ -144,46 +145,50 @@ func (e *contribExpander) onnxAttention(n *compiler.Node) error {
 }
 
 // dtype is value name's dtype as the file states it: an initializer, a
-// graph input or value_info, or the op that made it (a Cast's target, a
-// comparison's bool, the dtype an op keeps from the input that carries
-// it). compiler.Undefined where none of these tells.
+// graph input or value_info, or what the op table's dtype rule gives for
+// the node that made it from its inputs' dtypes (compiler.Undefined where
+// none of these tells, as for an output of a node not yet expanded).
+// Results are kept in e.dtypes, so shared chains are walked once.
 func (e *contribExpander) dtype(name string) compiler.DType {
-	for range 64 {
-		if t, ok := e.g.Initializers[name]; ok {
-			return t.DType
+	if dt, ok := e.dtypes[name]; ok {
+		return dt
+	}
+	dt := e.statedDType(name)
+	if p := e.producer[name]; dt == compiler.Undefined && p != nil {
+		if def, ok := compiler.LookupOp(p.Op); ok {
+			in := make([]compiler.DType, len(p.Inputs))
+			for i, x := range p.Inputs {
+				if x != "" {
+					in[i] = e.dtype(x)
+				}
+			}
+			// A rule violation leaves that output Undefined: the verifier
+			// reports it after loading.
+			out, _ := def.InferDTypes(p, in)
+			if i := slices.Index(p.Outputs, name); i >= 0 && i < len(out) {
+				dt = out[i]
+			}
 		}
-		if v := e.g.Values[name]; v != nil && v.DType != compiler.Undefined {
+	}
+	if e.dtypes == nil {
+		e.dtypes = map[string]compiler.DType{}
+	}
+	e.dtypes[name] = dt
+	return dt
+}
+
+// statedDType is name's dtype where the file declares it: an initializer,
+// a graph input or value_info.
+func (e *contribExpander) statedDType(name string) compiler.DType {
+	if t, ok := e.g.Initializers[name]; ok {
+		return t.DType
+	}
+	if v := e.g.Values[name]; v != nil && v.DType != compiler.Undefined {
+		return v.DType
+	}
+	for _, v := range e.g.Inputs {
+		if v.Name == name {
 			return v.DType
-		}
-		for _, v := range e.g.Inputs {
-			if v.Name == name {
-				return v.DType
-			}
-		}
-		p := e.producer[name]
-		if p == nil {
-			return compiler.Undefined
-		}
-		switch p.Op {
-		case "Cast":
-			if dt, ok := compiler.DTypeFromONNX(p.AttrInt("to", 0)); ok {
-				return dt
-			}
-			return compiler.Undefined
-		case "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf":
-			return compiler.Bool
-		case "Where":
-			name = input(p, 1)
-		case "Constant":
-			if t := p.AttrTensor("value"); t != nil {
-				return t.DType
-			}
-			return compiler.Undefined
-		case "Identity", "Reshape", "Expand", "Slice", "Unsqueeze", "Squeeze", "Transpose", "Concat", "Gather",
-			"Add", "Sub", "Mul", "Div", "Neg", "Softmax", "Tanh", "Erf", "Sqrt", "Relu", "Sigmoid", "MatMul":
-			name = input(p, 0)
-		default:
-			return compiler.Undefined
 		}
 	}
 	return compiler.Undefined

@@ -22,10 +22,6 @@ func oneFunctionOp(op string, opset int64, inputs []*onnxpb.ValueInfoProto, attr
 		Input: inputs, Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT)}})
 }
 
-func strAttr(name, v string) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_STRING.Enum(), S: []byte(v)}
-}
-
 // TestONNXGelu checks opset 20's Gelu against its formula in float64 for
 // each approximate value, and refuses one ONNX does not define.
 func TestONNXGelu(t *testing.T) {
