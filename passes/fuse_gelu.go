@@ -3,6 +3,8 @@ package passes
 import (
 	"math"
 
+	"github.com/x448/float16"
+
 	"github.com/sqc-dev/sqc/compiler"
 )
 
@@ -26,9 +28,13 @@ import (
 var FuseGelu = Pass{Name: "FuseGelu", Run: fuseGelu}
 
 const (
-	// geluConstTolerance is the relative slack on 0.5, 1, sqrt(2), 1/sqrt(2),
-	// sqrt(2/pi) and 0.044715: exporters write them as float32, whose
-	// rounding is ~6e-8 relative.
+	// geluConstTolerance is the relative slack on 0.5, 1, 3, sqrt(2),
+	// 1/sqrt(2), sqrt(2/pi) and 0.044715: exporters write them as float32,
+	// whose rounding is ~6e-8 relative. A float16 model (read widened to
+	// float32) holds them rounded to float16 instead, up to 4.9e-4 off
+	// (sqrt(2) is 1.4140625, 0.044715 is 0.04470825): near takes exactly
+	// that rounding of the float32 constant too, and nothing else that
+	// far off.
 	geluConstTolerance = 1e-5
 	opGelu             = "sqc.Gelu"
 )
@@ -76,7 +82,7 @@ func fuseGelu(g *compiler.Graph) (bool, error) {
 // the chain's last node.
 func matchErfGelu(ix *index, erf *compiler.Node) (string, *compiler.Node) {
 	x, ok := "", false
-	if div := ix.producedBy(erf.Inputs[0], "Div"); div != nil && ix.scalarNear(div.Inputs[1], math.Sqrt2, geluConstTolerance) {
+	if div := ix.producedBy(erf.Inputs[0], "Div"); div != nil && ix.geluConst(div.Inputs[1], math.Sqrt2) {
 		x, ok = div.Inputs[0], true
 	} else if mul := ix.producedBy(erf.Inputs[0], "Mul"); mul != nil {
 		var c float64
@@ -90,7 +96,7 @@ func matchErfGelu(ix *index, erf *compiler.Node) (string, *compiler.Node) {
 	if onePlus == nil || onePlus.Op != "Add" {
 		return "", nil
 	}
-	if other, ok := otherInput(onePlus, erf.Outputs[0]); !ok || !ix.scalarNear(other, 1, geluConstTolerance) {
+	if other, ok := otherInput(onePlus, erf.Outputs[0]); !ok || !ix.geluConst(other, 1) {
 		return "", nil
 	}
 	return matchHalfXProduct(ix, x, onePlus.Outputs[0])
@@ -118,7 +124,7 @@ func matchTanhGelu(ix *index, tanh *compiler.Node) (string, *compiler.Node) {
 			if onePlus == nil || onePlus.Op != "Add" {
 				return "", nil
 			}
-			if other, ok := otherInput(onePlus, tanh.Outputs[0]); !ok || !ix.scalarNear(other, 1, geluConstTolerance) {
+			if other, ok := otherInput(onePlus, tanh.Outputs[0]); !ok || !ix.geluConst(other, 1) {
 				return "", nil
 			}
 			return matchHalfXProduct(ix, x, onePlus.Outputs[0])
@@ -138,7 +144,7 @@ func isCubeTerm(ix *index, name, x string) bool {
 		return false
 	}
 	if pow := ix.producedBy(cube, "Pow"); pow != nil {
-		return pow.Inputs[0] == x && ix.scalarNear(pow.Inputs[1], 3, geluConstTolerance)
+		return pow.Inputs[0] == x && ix.geluConst(pow.Inputs[1], 3)
 	}
 	// Mul(x, Mul(x, x)) in either order.
 	outer := ix.producedBy(cube, "Mul")
@@ -169,11 +175,11 @@ func matchHalfXProduct(ix *index, x, factor string) (string, *compiler.Node) {
 	case other == x:
 		// (x * f) * 0.5
 		if m2 := ix.onlyConsumer(m1.Outputs[0]); m2 != nil && m2.Op == "Mul" {
-			if c, ok := otherInput(m2, m1.Outputs[0]); ok && ix.scalarNear(c, 0.5, geluConstTolerance) {
+			if c, ok := otherInput(m2, m1.Outputs[0]); ok && ix.geluConst(c, 0.5) {
 				return x, m2
 			}
 		}
-	case ix.scalarNear(other, 0.5, geluConstTolerance):
+	case ix.geluConst(other, 0.5):
 		// x * (f * 0.5)
 		if m2 := ix.onlyConsumer(m1.Outputs[0]); m2 != nil && m2.Op == "Mul" {
 			if y, ok := otherInput(m2, m1.Outputs[0]); ok && y == x {
@@ -191,6 +197,16 @@ func matchHalfXProduct(ix *index, x, factor string) (string, *compiler.Node) {
 	return "", nil
 }
 
+// near reports whether constant got is want as an exporter writes it:
+// within geluConstTolerance, or want rounded to float32 then float16 (as
+// float16 converters round float32 models), exactly.
 func near(got, want float64) bool {
-	return math.Abs(got-want) <= geluConstTolerance*math.Abs(want)
+	return math.Abs(got-want) <= geluConstTolerance*math.Abs(want) ||
+		got == float64(float16.Fromfloat32(float32(want)).Float32())
+}
+
+// geluConst reports whether name is a scalar constant near want.
+func (ix *index) geluConst(name string, want float64) bool {
+	v, ok := ix.scalar(name)
+	return ok && near(v, want)
 }

@@ -1,21 +1,35 @@
 package passes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
 )
 
-func geluGraph(body string) string {
-	return `graph "gelu" opset 14 {
-  input %x: f32[batch, 16]
-  init %sqrt2: f32[] = [1.4142135]
+func geluGraph(body string) string { return geluGraphOf(geluConsts32, body) }
+
+// The GELU constants as float32 exporters write them, and as a float16
+// model holds them (float32 rounded to float16, read widened).
+const (
+	geluConsts32 = `  init %sqrt2: f32[] = [1.4142135]
   init %invsqrt2: f32[] = [0.70710677]
-  init %one: f32[] = [1]
-  init %half: f32[] = [0.5]
-  init %three: f32[] = [3]
   init %c: f32[] = [0.044715]
   init %k: f32[] = [0.7978846]
+`
+	geluConsts16 = `  init %sqrt2: f32[] = [1.4140625]
+  init %invsqrt2: f32[] = [0.70703125]
+  init %c: f32[] = [0.044708252]
+  init %k: f32[] = [0.79785156]
+`
+)
+
+func geluGraphOf(consts, body string) string {
+	return `graph "gelu" opset 14 {
+  input %x: f32[batch, 16]
+` + consts + `  init %one: f32[] = [1]
+  init %half: f32[] = [0.5]
+  init %three: f32[] = [3]
 ` + body + `
   output %y: f32[batch, 16]
 }`
@@ -98,5 +112,41 @@ func TestFuseGeluRejectsNearMisses(t *testing.T) {
 				t.Errorf("fused a non-GELU:\n%s", g.Text())
 			}
 		})
+	}
+}
+
+// TestFuseGeluFloat16Constants: a float16 model's GELU (its constants
+// rounded to float16) fuses in both forms, into the exact GELU, which
+// differs from the file's by less than float16 arithmetic itself would;
+// a constant off by as much but not float16's rounding (1.4140, or the
+// next float16 above sqrt(2)) does not.
+func TestFuseGeluFloat16Constants(t *testing.T) {
+	erf := `  %a = Div(%x, %sqrt2)
+  %e = Erf(%a)
+  %f = Add(%e, %one)
+  %m = Mul(%x, %f)
+  %y = Mul(%m, %half)`
+	tanh := `  %cube = Pow(%x, %three)
+  %cc = Mul(%c, %cube)
+  %inner = Add(%x, %cc)
+  %sc = Mul(%inner, %k)
+  %th = Tanh(%sc)
+  %f = Add(%th, %one)
+  %h = Mul(%half, %x)
+  %y = Mul(%h, %f)`
+	for name, body := range map[string]string{"erf": erf, "tanh": tanh} {
+		t.Run(name, func(t *testing.T) {
+			g := parseGraph(t, geluGraphOf(geluConsts16, body))
+			after := applyPass(t, g, FuseGelu, EliminateDeadNodes)
+			wantOps(t, after, map[string]int{opGelu: 1})
+			wantEquivalent(t, g, after, map[string]*compiler.Tensor{"x": randomF32(13, 3, 16)}, 1e-3)
+		})
+	}
+	for _, sqrt2 := range []string{"1.4140", "1.4150391"} {
+		consts := strings.Replace(geluConsts16, "1.4140625", sqrt2, 1)
+		g := parseGraph(t, geluGraphOf(consts, erf))
+		if runPasses(t, g, FuseGelu) {
+			t.Errorf("fused x / %s as GELU's x / sqrt(2)", sqrt2)
+		}
 	}
 }

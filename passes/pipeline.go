@@ -29,6 +29,9 @@ func Pipeline() []Pass {
 		// reshape targets, and leave Identity nodes and dead shape chains
 		// for the sweep below.
 		SimplifyShapeOps,
+		// Casts to the dtype their input has (a float16 model's converter
+		// Casts, once widened) leave Identity nodes for the sweep too.
+		DropNoOpCasts,
 		// Drop Identity nodes and what folding left unused, so the pattern
 		// matchers see single-consumer chains.
 		EliminateDeadNodes,

@@ -14,9 +14,9 @@ import (
 	"strings"
 
 	"github.com/nlpodyssey/safetensors"
-	"github.com/x448/float16"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/internal/halffloat"
 )
 
 // headerLenBytes is the size of the little-endian u64 that starts every
@@ -191,16 +191,9 @@ func (s *Safetensors) Weight(name string, _ []int64) (*compiler.Tensor, error) {
 			t.F32[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
 	case safetensors.F16:
-		t.F32 = make([]float32, len(raw)/2)
-		for i := range t.F32 {
-			t.F32[i] = float16.Frombits(binary.LittleEndian.Uint16(raw[2*i:])).Float32()
-		}
+		t.F32 = halffloat.Float16.Widen(raw)
 	case safetensors.BF16:
-		// bfloat16 is the top half of a float32, so widening is exact.
-		t.F32 = make([]float32, len(raw)/2)
-		for i := range t.F32 {
-			t.F32[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-		}
+		t.F32 = halffloat.BFloat16.Widen(raw)
 	case safetensors.F64:
 		t.F32 = make([]float32, len(raw)/8)
 		for i := range t.F32 {

@@ -27,12 +27,16 @@ func onnxTypeName(code int32) string {
 }
 
 // dtypeFromONNX maps an ONNX element type code onto sqc's DType (through
-// compiler.DTypeFromONNX, the mapping Cast's "to" attribute also uses), or
-// fails with ErrUnsupportedDType.
+// compiler.DTypeFromONNX, the mapping Cast's "to" attribute also uses;
+// float16 and bfloat16 are read as float32, float16.go), or fails with
+// ErrUnsupportedDType.
 func dtypeFromONNX(code int32) (compiler.DType, error) {
+	if _, half := halfFormat(code); half {
+		return compiler.Float32, nil
+	}
 	if dt, ok := compiler.DTypeFromONNX(int64(code)); ok {
 		return dt, nil
 	}
-	return compiler.Undefined, fmt.Errorf("%w: %s (ONNX data type %d); sqc supports float32, float64, int64, int32, int8, uint8 and bool",
+	return compiler.Undefined, fmt.Errorf("%w: %s (ONNX data type %d); sqc supports float32, float64, float16 and bfloat16 (both read as float32), int64, int32, int8, uint8 and bool",
 		ErrUnsupportedDType, onnxTypeName(code), code)
 }

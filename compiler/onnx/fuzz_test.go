@@ -82,8 +82,9 @@ func decodeSeeds(t testing.TB) map[string][]byte {
 	add("bad_missing_tensor", m)
 
 	m = tinyModel()
-	m.Graph.Initializer[0].DataType = proto.Int32(10)
-	add("bad_float16", m)
+	m.Graph.Initializer[0].DataType = proto.Int32(10) // 32 bytes for 8 values
+	add("bad_float16_size", m)
+	add("valid_float16", onnxconverterCommon.convert(t, tinyModel()))
 
 	m = tinyModel()
 	m.Graph.Initializer[0].ExternalData = kv("location", "../weights.bin")

@@ -68,7 +68,7 @@ func DecodeWith(data []byte, path string, opts Options) (*compiler.Graph, error)
 	}
 	ext := newExternalData(path)
 	defer ext.close()
-	b := &builder{file: path, opts: opts, ext: ext}
+	b := &builder{file: path, opts: opts, ext: ext, widened: widenings{}}
 	return b.model(&m)
 }
 

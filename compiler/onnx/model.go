@@ -14,6 +14,8 @@ type builder struct {
 	opts   Options
 	ext    *externalData
 	opsets map[string]int64 // by domain; the default domain is ""
+	// widened counts what was read widened to float32 (float16.go).
+	widened widenings
 }
 
 func (b *builder) bad(object string, err error) error { return compiler.BadInput(b.file, object, err) }
@@ -54,6 +56,9 @@ func (b *builder) model(m *onnxpb.ModelProto) (*compiler.Graph, error) {
 	}
 	if err := b.expandContrib(g); err != nil {
 		return nil, err
+	}
+	if len(b.widened) > 0 {
+		g.Meta["widened_to_float32"] = b.widened.String()
 	}
 	return g, nil
 }
@@ -143,6 +148,7 @@ func (b *builder) initializers(g *compiler.Graph, gp *onnxpb.GraphProto) error {
 		if err != nil {
 			return b.bad("initializer "+name, err)
 		}
+		b.widened.note(tp.GetDataType(), "tensor")
 		if !b.opts.AllowNonFinite {
 			if at := firstNonFinite(t); at >= 0 {
 				return b.bad("initializer "+name, fmt.Errorf("%w: element %d of %s%v is %v", compiler.ErrNonFinite, at, t.DType, t.Shape, floatAt(t, at)))
@@ -225,6 +231,7 @@ func (b *builder) value(vi *onnxpb.ValueInfoProto, kind string) (*compiler.Value
 	if err != nil {
 		return nil, b.bad(object, err)
 	}
+	b.widened.note(tt.GetElemType(), "value")
 	v := &compiler.Value{Name: name, DType: dt}
 	if sp := tt.GetShape(); sp != nil {
 		v.Shape = make(compiler.Shape, len(sp.GetDim()))

@@ -38,6 +38,7 @@ func (b *builder) nodes(g *compiler.Graph, gp *onnxpb.GraphProto) error {
 			}
 			n.Attrs[name] = a
 		}
+		b.widenCast(n)
 		if n.Op == "Constant" {
 			if err := normalizeConstant(n); err != nil {
 				return b.bad(where, err)
@@ -83,6 +84,7 @@ func (b *builder) attr(ap *onnxpb.AttributeProto) (compiler.Attr, error) {
 		if err != nil {
 			return compiler.Attr{}, err
 		}
+		b.widened.note(ap.GetT().GetDataType(), "tensor")
 		return compiler.Attr{Kind: compiler.AttrTensor, Tensor: t}, nil
 	case onnxpb.AttributeProto_UNDEFINED:
 		return compiler.Attr{}, fmt.Errorf("%w: attribute has neither a type nor a value", compiler.ErrMalformed)

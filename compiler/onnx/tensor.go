@@ -29,6 +29,10 @@ func decodeTensor(tp *onnxpb.TensorProto, ext *externalData) (*compiler.Tensor, 
 	}
 	shape := append(make([]int64, 0, len(tp.GetDims())), tp.GetDims()...)
 	wantBytes := count * int64(dt.Size()) // elementCount bounds count so this cannot overflow
+	half, isHalf := halfFormat(tp.GetDataType())
+	if isHalf {
+		wantBytes = 2 * count
+	}
 
 	typed := typedFields(tp)
 	switch {
@@ -40,12 +44,26 @@ func decodeTensor(tp *onnxpb.TensorProto, ext *externalData) (*compiler.Tensor, 
 		if err != nil {
 			return nil, err
 		}
+		if isHalf {
+			return decodeHalf(half, shape, count, raw, "external data", nil)
+		}
 		return fromRaw(dt, shape, count, raw, "external data")
 	case tp.RawData != nil:
 		if len(typed) > 0 {
 			return nil, fmt.Errorf("%w: tensor has both raw_data and %s", compiler.ErrMalformed, typed[0])
 		}
+		if isHalf {
+			return decodeHalf(half, shape, count, tp.RawData, "raw_data", nil)
+		}
 		return fromRaw(dt, shape, count, tp.RawData, "raw_data")
+	}
+	if isHalf {
+		for _, f := range typed {
+			if f != "int32_data" {
+				return nil, fmt.Errorf("%w: %s tensor carries its data in %s; ONNX stores %s in int32_data", compiler.ErrMalformed, half, f, half)
+			}
+		}
+		return decodeHalf(half, shape, count, nil, "int32_data", append(make([]int32, 0, count), tp.GetInt32Data()...))
 	}
 	return fromTyped(tp, dt, shape, count, typed)
 }

@@ -90,7 +90,7 @@ func TestDecodeTensorEdgeCases(t *testing.T) {
 		{"i8 out of range", &onnxpb.TensorProto{DataType: proto.Int32(3), Dims: []int64{1}, Int32Data: []int32{200}}, compiler.ErrMalformed},
 		{"u8 out of range", &onnxpb.TensorProto{DataType: proto.Int32(2), Dims: []int64{1}, Int32Data: []int32{-1}}, compiler.ErrMalformed},
 		{"undefined dtype", &onnxpb.TensorProto{Dims: []int64{1}, RawData: []byte{0}}, ErrUnsupportedDType},
-		{"bfloat16", &onnxpb.TensorProto{DataType: proto.Int32(16), Dims: []int64{1}, RawData: []byte{0, 0}}, ErrUnsupportedDType},
+		{"uint16", &onnxpb.TensorProto{DataType: proto.Int32(4), Dims: []int64{1}, RawData: []byte{0, 0}}, ErrUnsupportedDType},
 		{"future dtype", &onnxpb.TensorProto{DataType: proto.Int32(999), Dims: []int64{1}}, ErrUnsupportedDType},
 		{"segment", &onnxpb.TensorProto{DataType: proto.Int32(1), Segment: &onnxpb.TensorProto_Segment{}}, ErrUnsupportedFeature},
 		{"external without path", &onnxpb.TensorProto{DataType: proto.Int32(1), Dims: []int64{1},
