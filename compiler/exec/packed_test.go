@@ -3,6 +3,7 @@ package exec
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -151,6 +152,47 @@ func TestPackingFallsBack(t *testing.T) {
 	run(t, p, full)
 	if p.run.offsets != nil {
 		t.Error("an unpadded batch ran packed")
+	}
+}
+
+// TestPackingNeedsLowMaskFill: a mask fill that leaves padded keys a
+// softmax weight (-1 here) runs padded, saying why, and computes what the
+// padded layout does; -1e4 (a float16 model's clipped fill) still packs.
+func TestPackingNeedsLowMaskFill(t *testing.T) {
+	g, ref := canonicalModel(t, testmodels.BertMini)
+	in, err := testmodels.Inputs(g, mixedExamples(ref)[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFill := func(fill float32) *compiler.Graph {
+		h := g.Clone()
+		for _, n := range h.Nodes {
+			if n.Op == "sqc.AttentionMask" {
+				n.Attrs["fill"] = compiler.FloatAttr(fill)
+			}
+		}
+		return h
+	}
+	p := compile(t, withFill(-1), nil, 2)
+	if r := p.PackingReason(); !strings.Contains(r, "fill -1 ") {
+		t.Errorf("fill -1: PackingReason %q, want the fill named", r)
+	}
+	padded, err := Compile(withFill(-1), Options{Threads: 2, Padded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer padded.Close()
+	sameBits(t, "fill -1", run(t, p, in), run(t, padded, in))
+	if p.run.offsets != nil {
+		t.Error("fill -1 ran packed")
+	}
+	p = compile(t, withFill(-1e4), nil, 2)
+	if r := p.PackingReason(); r != "" {
+		t.Errorf("fill -1e4: PackingReason %q, want packed", r)
+	}
+	run(t, p, in)
+	if p.run.offsets == nil {
+		t.Error("fill -1e4 ran padded")
 	}
 }
 
