@@ -17,7 +17,7 @@ import (
 
 // robertaTinyModels are the tiny models whose position ids are offset by
 // padding_idx (internal/testmodels).
-var robertaTinyModels = []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase}
+var robertaTinyModels = []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase, testmodels.TinyCamembertCls}
 
 // padPositionInputs are ids batches for a model with padding id pad: the
 // reference batch (right-padded with pad), and one with pad ids among the

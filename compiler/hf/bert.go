@@ -24,16 +24,17 @@ func buildBERT(b *builder, prefix string) {
 }
 
 // bertEmbeddings is BertEmbeddings: word + token type + position
-// embeddings (added in that order), then LayerNorm.
+// embeddings (added in that order), then LayerNorm; ElectraEmbeddings
+// too, whose tables are EmbeddingWidth wide.
 func (b *builder) bertEmbeddings(scope string) string {
 	c := b.cfg
-	h := int64(c.HiddenSize)
+	h := int64(c.EmbeddingWidth())
 	words := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), h), inInputIDs, scope+".word_embeddings")
 	types := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), h), inTokenTypeIDs, scope+".token_type_embeddings")
 	sum := b.Op("Add", scope+"/add_token_types", words, types)
 	positions := b.PositionRows(b.weight(scope+".position_embeddings.weight", int64(c.MaxPositions), h), inInputIDs, scope+".position_embeddings")
 	sum = b.Op("Add", scope+"/add_positions", sum, positions)
-	return b.layerNorm(sum, scope+".LayerNorm")
+	return b.layerNormOf(sum, scope+".LayerNorm", int(h))
 }
 
 // bertMaskBias is BERT's extended attention mask, computed once for all

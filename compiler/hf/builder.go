@@ -85,9 +85,13 @@ func (b *builder) gemm(x, param string, in, out int) string {
 	}, x, w, bias)
 }
 
-// layerNorm is nn.LayerNorm over the last axis with weight and bias.
-func (b *builder) layerNorm(x, param string) string {
-	h := int64(b.cfg.HiddenSize)
+// layerNorm is nn.LayerNorm over the last axis, of the hidden size, with
+// weight and bias.
+func (b *builder) layerNorm(x, param string) string { return b.layerNormOf(x, param, b.cfg.HiddenSize) }
+
+// layerNormOf is nn.LayerNorm over a last axis of width.
+func (b *builder) layerNormOf(x, param string, width int) string {
+	h := int64(width)
 	scale := b.weight(param+".weight", h)
 	bias := b.weight(param+".bias", h)
 	return b.LayerNorm(x, scale, bias, param+"/LayerNormalization", float32(b.cfg.LayerNormEps))

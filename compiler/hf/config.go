@@ -20,6 +20,8 @@ const (
 	ModelDistilBERT = "distilbert"
 	ModelRoBERTa    = "roberta"
 	ModelXLMRoBERTa = "xlm-roberta"
+	ModelCamemBERT  = "camembert"
+	ModelELECTRA    = "electra"
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -29,6 +31,10 @@ const (
 	ArchRobertaForSequence    = "RobertaForSequenceClassification"
 	ArchXLMRobertaModel       = "XLMRobertaModel"
 	ArchXLMRobertaForSequence = "XLMRobertaForSequenceClassification"
+	ArchCamembertModel        = "CamembertModel"
+	ArchCamembertForSequence  = "CamembertForSequenceClassification"
+	ArchElectraModel          = "ElectraModel"
+	ArchElectraForSequence    = "ElectraForSequenceClassification"
 )
 
 // architecturesByType lists, per model_type, the architectures Build knows;
@@ -38,14 +44,17 @@ var architecturesByType = map[string][]string{
 	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence},
 	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence},
 	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence},
+	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence},
+	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
-var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence, ArchXLMRobertaForSequence}
+var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
+	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence}
 
-// robertaPadTokenID is RobertaConfig's and XLMRobertaConfig's default
-// pad_token_id, which is also the position embeddings' padding_idx.
+// robertaPadTokenID is RobertaConfig's, XLMRobertaConfig's and
+// CamembertConfig's default pad_token_id, which is also the position embeddings' padding_idx.
 const robertaPadTokenID = 1
 
 // Activations the FFN supports, by their `transformers` ACT2FN names.
@@ -77,7 +86,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT, ModelDistilBERT, ModelRoBERTa or ModelXLMRoBERTa
+	ModelType    string // ModelBERT, ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT or ModelELECTRA
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -87,6 +96,11 @@ type Config struct {
 	IntermediateSize int // intermediate_size, hidden_dim
 	MaxPositions     int // max_position_embeddings
 	TypeVocabSize    int // bert and roberta: token type (segment) embeddings rows
+	// EmbeddingSize is ELECTRA's embedding_size, the width of its
+	// embedding tables and their LayerNorm, projected to HiddenSize
+	// (embeddings_project) where it differs; 0 (every other family): the
+	// hidden size. EmbeddingWidth gives the width either way.
+	EmbeddingSize int
 	// PadTokenID is pad_token_id, used by the RoBERTa family only: it is
 	// the padding_idx their position ids are offset by (real tokens take
 	// positions padding_idx+1, padding_idx+2, ...; tokens equal to it take
@@ -104,6 +118,21 @@ type Config struct {
 	Source string
 }
 
+// EmbeddingWidth is the width of the embedding tables: EmbeddingSize, or
+// HiddenSize where that is 0.
+func (c *Config) EmbeddingWidth() int {
+	if c.EmbeddingSize > 0 {
+		return c.EmbeddingSize
+	}
+	return c.HiddenSize
+}
+
+// HasTokenTypeIDs reports whether the model takes a token_type_ids input
+// (BERT and ELECTRA; the RoBERTa family and DistilBERT do not).
+func (c *Config) HasTokenTypeIDs() bool {
+	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA
+}
+
 // HeadSize is the per-head width of attention.
 func (c *Config) HeadSize() int { return c.HiddenSize / c.NumHeads }
 
@@ -114,10 +143,10 @@ func (c *Config) IsClassifier() bool {
 }
 
 // IsRoBERTa reports whether the model is of the RoBERTa family (roberta,
-// xlm-roberta): BERT's encoder with padding-offset position ids, one
-// token type and no token_type_ids input.
+// xlm-roberta, camembert): BERT's encoder with padding-offset position
+// ids, one token type and no token_type_ids input.
 func (c *Config) IsRoBERTa() bool {
-	return c.ModelType == ModelRoBERTa || c.ModelType == ModelXLMRoBERTa
+	return c.ModelType == ModelRoBERTa || c.ModelType == ModelXLMRoBERTa || c.ModelType == ModelCamemBERT
 }
 
 // hasBertKeys reports whether config.json uses BertConfig's key names
@@ -125,7 +154,8 @@ func (c *Config) IsRoBERTa() bool {
 func (c *Config) hasBertKeys() bool { return c.ModelType != ModelDistilBERT }
 
 // ParamPrefix is the attribute under which task models keep the encoder
-// ("bert.", "distilbert.", "roberta." for both RoBERTa and XLM-R).
+// ("bert.", "distilbert.", "electra.", "roberta." for RoBERTa, XLM-R and
+// CamemBERT).
 func (c *Config) ParamPrefix() string {
 	if c.IsRoBERTa() {
 		return "roberta."
@@ -154,6 +184,7 @@ type rawConfig struct {
 	PadTokenID       *int     `json:"pad_token_id"`
 	PositionEmbType  *string  `json:"position_embedding_type"`
 	IsDecoder        bool     `json:"is_decoder"`
+	EmbeddingSize    *int     `json:"embedding_size"` // ElectraConfig
 
 	// DistilBertConfig keys.
 	Dim        *int    `json:"dim"`
@@ -202,11 +233,19 @@ func ParseConfig(data []byte, path string) (Config, error) {
 	cfg.VocabSize = intOr(raw.VocabSize, 30522)
 	cfg.MaxPositions = intOr(raw.MaxPositions, 512)
 	switch cfg.ModelType {
-	case ModelBERT, ModelRoBERTa, ModelXLMRoBERTa:
+	case ModelBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA:
 		cfg.HiddenSize = intOr(raw.HiddenSize, 768)
 		cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
 		cfg.NumHeads = intOr(raw.NumAttnHeads, 12)
 		cfg.IntermediateSize = intOr(raw.IntermediateSize, 3072)
+		if cfg.ModelType == ModelELECTRA {
+			// ElectraConfig's class defaults (the small discriminator's
+			// shape); published checkpoints set them all.
+			cfg.HiddenSize = intOr(raw.HiddenSize, 256)
+			cfg.NumHeads = intOr(raw.NumAttnHeads, 4)
+			cfg.IntermediateSize = intOr(raw.IntermediateSize, 1024)
+			cfg.EmbeddingSize = intOr(raw.EmbeddingSize, 128)
+		}
 		cfg.HiddenAct = strOr(raw.HiddenAct, ActGELU)
 		cfg.TypeVocabSize = intOr(raw.TypeVocabSize, 2)
 		cfg.LayerNormEps = 1e-12
@@ -222,7 +261,8 @@ func ParseConfig(data []byte, path string) (Config, error) {
 				fmt.Errorf("%w: decoder %s is not supported, only encoders", compiler.ErrUnknownModel, cfg.ModelType))
 		}
 		if cfg.IsRoBERTa() {
-			// RobertaConfig / XLMRobertaConfig class defaults; published
+			// RobertaConfig / XLMRobertaConfig / CamembertConfig class
+			// defaults (CamembertConfig's vocab_size is 30522); published
 			// checkpoints set type_vocab_size 1, max_position_embeddings
 			// 514 and layer_norm_eps 1e-5 explicitly.
 			cfg.PadTokenID = intOr(raw.PadTokenID, robertaPadTokenID)
@@ -329,6 +369,11 @@ func (c *Config) Validate() error {
 	if c.hasBertKeys() {
 		sizes = append(sizes, bounded{"type_vocab_size", c.TypeVocabSize, 1, maxDim})
 	}
+	if c.ModelType == ModelELECTRA {
+		sizes = append(sizes, bounded{"embedding_size", c.EmbeddingSize, 1, maxDim})
+	} else if c.EmbeddingSize != 0 {
+		return fail("embedding_size", "%d given for model_type %q, which has no embeddings projection", c.EmbeddingSize, c.ModelType)
+	}
 	if c.IsRoBERTa() {
 		// Position ids run from padding_idx (for pad tokens) up to
 		// padding_idx + sequence length, so at least padding_idx + 2
@@ -382,8 +427,11 @@ func (c *Config) key(bertKey string) string {
 // parameterCount is the number of float32 weights the architecture has; the
 // sizes are bounded by Validate first, so it cannot overflow int64.
 func (c *Config) parameterCount() int64 {
-	h, i := int64(c.HiddenSize), int64(c.IntermediateSize)
-	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * h
+	h, i, e := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.EmbeddingWidth())
+	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * e
+	if e != h {
+		n += e*h + h // ELECTRA's embeddings_project
+	}
 	layer := 4*(h*h+h) + 2*h*i + i + h + 4*h
 	n += int64(c.NumLayers) * layer
 	// Pooler or classification-head dense layer, and the output layer.

@@ -3,7 +3,7 @@
 //
 // The graph it builds is the one compiler/onnx builds from the same model's
 // torch.onnx export: the same graph inputs (input_ids, attention_mask and,
-// for BERT, token_type_ids; int64 [batch, sequence]), the same outputs
+// for BERT and ELECTRA, token_type_ids; int64 [batch, sequence]), the same outputs
 // ("logits" for *ForSequenceClassification, "last_hidden_state" and, for
 // BertModel and RobertaModel, "pooler_output" for base models) and the
 // same function, made
@@ -13,9 +13,14 @@
 //
 // Supported: model_type bert (BertModel, BertForSequenceClassification),
 // distilbert (DistilBertModel, DistilBertForSequenceClassification),
-// roberta (RobertaModel, RobertaForSequenceClassification) and xlm-roberta
-// (XLMRobertaModel, XLMRobertaForSequenceClassification), with parameters
-// stored with or without the "bert."/"distilbert."/"roberta." prefix, as
+// roberta (RobertaModel, RobertaForSequenceClassification), xlm-roberta
+// (XLMRobertaModel, XLMRobertaForSequenceClassification), camembert
+// (CamembertModel, CamembertForSequenceClassification: RoBERTa's code) and
+// electra (ElectraModel, ElectraForSequenceClassification: BERT's encoder
+// behind embeddings of embedding_size, projected to the hidden size where
+// the two differ; no pooler; a dense + GELU + out_proj head on the first
+// token), with parameters stored with or without the
+// "bert."/"distilbert."/"roberta."/"electra." prefix, as
 // F32, F16, BF16 or F64 (the last three are converted to float32). The
 // RoBERTa family has no token_type_ids input (its one token type is row 0)
 // and computes position ids from input_ids as `transformers` does:

@@ -100,7 +100,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	b := &builder{Builder: blocks.Builder{G: g}, cfg: cfg, weights: weights, file: sourceFile(weights)}
 
 	inputs := []string{inInputIDs, inAttentionMask}
-	if cfg.ModelType == ModelBERT {
+	if cfg.HasTokenTypeIDs() {
 		inputs = append(inputs, inTokenTypeIDs)
 	}
 	for _, name := range inputs {
@@ -112,7 +112,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		prefix = cfg.ParamPrefix()
 	}
 	// BertModel always has a pooler; RobertaModel only if the checkpoint
-	// holds one (see hasWeight).
+	// holds one (see hasWeight); ElectraModel and DistilBertModel none.
 	pooled := cfg.ModelType == ModelBERT ||
 		cfg.IsRoBERTa() && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
 
@@ -134,8 +134,10 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildBERT(b, prefix)
 	case ModelDistilBERT:
 		buildDistilBERT(b, prefix)
-	case ModelRoBERTa, ModelXLMRoBERTa:
+	case ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT:
 		buildRoBERTa(b, prefix, pooled)
+	case ModelELECTRA:
+		buildELECTRA(b, prefix)
 	}
 	if b.err != nil {
 		return nil, b.err

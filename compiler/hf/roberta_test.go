@@ -29,6 +29,25 @@ func TestRobertaConfigDefaults(t *testing.T) {
 			NumHeads: 12, IntermediateSize: 3072, MaxPositions: 514, TypeVocabSize: 1, PadTokenID: 1, HiddenAct: ActGELU,
 			LayerNormEps: 1e-5, Labels: []string{"LABEL_0"}, Source: "x.json",
 		}},
+		// CamembertConfig: RoBERTa's defaults but a 30522-token vocabulary.
+		{`{"model_type": "camembert"}`, Config{
+			ModelType: ModelCamemBERT, Architecture: ArchCamembertModel, VocabSize: 30522, HiddenSize: 768, NumLayers: 12,
+			NumHeads: 12, IntermediateSize: 3072, MaxPositions: 512, TypeVocabSize: 2, PadTokenID: 1, HiddenAct: ActGELU,
+			LayerNormEps: 1e-12, Labels: []string{"LABEL_0", "LABEL_1"}, Source: "x.json",
+		}},
+		// ElectraConfig: the small discriminator's shape.
+		{`{"model_type": "electra", "architectures": ["ElectraForSequenceClassification"]}`, Config{
+			ModelType: ModelELECTRA, Architecture: ArchElectraForSequence, VocabSize: 30522, HiddenSize: 256, NumLayers: 12,
+			NumHeads: 4, IntermediateSize: 1024, MaxPositions: 512, TypeVocabSize: 2, EmbeddingSize: 128, HiddenAct: ActGELU,
+			LayerNormEps: 1e-12, Labels: []string{"LABEL_0", "LABEL_1"}, Source: "x.json",
+		}},
+		// google/electra-base-discriminator.
+		{`{"model_type": "electra", "architectures": ["ElectraForSequenceClassification"], "embedding_size": 768,
+		   "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072}`, Config{
+			ModelType: ModelELECTRA, Architecture: ArchElectraForSequence, VocabSize: 30522, HiddenSize: 768, NumLayers: 12,
+			NumHeads: 12, IntermediateSize: 3072, MaxPositions: 512, TypeVocabSize: 2, EmbeddingSize: 768, HiddenAct: ActGELU,
+			LayerNormEps: 1e-12, Labels: []string{"LABEL_0", "LABEL_1"}, Source: "x.json",
+		}},
 	} {
 		got, err := ParseConfig([]byte(tc.json), "x.json")
 		if err != nil {

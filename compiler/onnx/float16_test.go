@@ -109,6 +109,25 @@ func TestFloat16TinyModel(t *testing.T) {
 		t.Errorf("B = %v", got)
 	}
 
+	// The same with W in an external data file, at half width.
+	dir := t.TempDir()
+	ext := proto.Clone(m).(*onnxpb.ModelProto)
+	w := ext.Graph.Initializer[0]
+	if err := os.WriteFile(filepath.Join(dir, "w.bin"), w.RawData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.RawData, w.DataLocation, w.ExternalData = nil, onnxpb.TensorProto_EXTERNAL.Enum(), kv("location", "w.bin", "length", "16")
+	if err := os.WriteFile(filepath.Join(dir, "tiny.onnx"), marshal(t, ext), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gExt, err := Load(filepath.Join(dir, "tiny.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := gExt.Initializers["W"].F32, g.Initializers["W"].F32; !slices.Equal(got, want) {
+		t.Errorf("W from external data = %v, want %v", got, want)
+	}
+
 	m.Graph.Initializer[0].RawData[0], m.Graph.Initializer[0].RawData[1] = 0x00, 0x7C // +Inf
 	if _, err := Decode(marshal(t, m), "inf_fp16.onnx"); !errors.Is(err, compiler.ErrNonFinite) {
 		t.Errorf("float16 +Inf initializer: %v, want %v", err, compiler.ErrNonFinite)

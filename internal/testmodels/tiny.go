@@ -24,10 +24,19 @@ const (
 	TinyRobertaBase   = "roberta-base-gelu"   // RobertaModel (with pooler), gelu, opset 14
 	TinyXLMRCls       = "xlmr-cls-relu"       // XLMRobertaForSequenceClassification, relu, 3 labels
 	TinyXLMRBase      = "xlmr-base-gelu"      // XLMRobertaModel (with pooler), gelu
+	// ElectraForSequenceClassification, gelu_new (the head's GELU is erf),
+	// 32-wide embeddings projected to 64, opset 17.
+	TinyElectraCls = "electra-cls-gelunew"
+	// ElectraModel, gelu, embeddings as wide as the encoder (no
+	// projection), opset 14.
+	TinyElectraBase = "electra-base-gelu"
+	// CamembertForSequenceClassification (RoBERTa's code), gelu.
+	TinyCamembertCls = "camembert-cls-gelu"
 )
 
 // TinyModels lists the committed tiny models.
-var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase}
+var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
+	TinyElectraCls, TinyElectraBase, TinyCamembertCls}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Random-weight test models of the BERT, DistilBERT, RoBERTa and XLM-RoBERTa
-families, in the structure `transformers` publishes them, with FP32
+"""Random-weight test models of the BERT, DistilBERT, RoBERTa, XLM-RoBERTa,
+CamemBERT and ELECTRA families, in the structure `transformers` publishes them, with FP32
 reference outputs from PyTorch.
 
 transformers is not installed (nor reachable), so the modules below are
 written by hand after modeling_bert.py, modeling_distilbert.py and
-modeling_roberta.py (eager attention, eval mode): the same parameter names,
+modeling_roberta.py and modeling_electra.py (eager attention, eval mode;
+CamemBERT's modeling file is RoBERTa's renamed): the same parameter names,
 the same order of operations, the same buffers (position_ids,
 token_type_ids), so that torch.onnx.export writes the graph an export of the
 real class writes.
@@ -191,12 +192,15 @@ def extended_attention_mask(attention_mask, dtype=torch.float32):
 
 
 class BertEmbeddings(nn.Module):
+    """BertEmbeddings; ElectraEmbeddings too, whose width is embedding_size."""
+
     def __init__(self, c):
         super().__init__()
-        self.word_embeddings = nn.Embedding(c["vocab_size"], c["hidden_size"], padding_idx=c["pad_token_id"])
-        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["hidden_size"])
-        self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], c["hidden_size"])
-        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        width = c.get("embedding_size", c["hidden_size"])
+        self.word_embeddings = nn.Embedding(c["vocab_size"], width, padding_idx=c["pad_token_id"])
+        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], width)
+        self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], width)
+        self.LayerNorm = nn.LayerNorm(width, eps=c["layer_norm_eps"])
         self.dropout = nn.Dropout(c["hidden_dropout_prob"])
         self.register_buffer("position_ids", torch.arange(c["max_position_embeddings"]).expand((1, -1)), persistent=False)
 
@@ -230,6 +234,53 @@ class BertForSequenceClassification(nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids):
         _, pooled = self.bert(input_ids, attention_mask, token_type_ids)
         return self.classifier(self.dropout(pooled))
+
+
+# ---------------------------------------------------------------- ELECTRA
+
+
+class ElectraModel(nn.Module):
+    """BERT's embeddings at embedding_size, projected to hidden_size when
+    they differ (embeddings_project), BERT's encoder, no pooler."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = BertEmbeddings(c)
+        if c["embedding_size"] != c["hidden_size"]:
+            self.embeddings_project = nn.Linear(c["embedding_size"], c["hidden_size"])
+        self.encoder = BertEncoder(c)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        x = self.embeddings(input_ids, token_type_ids)
+        if hasattr(self, "embeddings_project"):
+            x = self.embeddings_project(x)
+        return self.encoder(x, extended_attention_mask(attention_mask))
+
+
+class ElectraClassificationHead(nn.Module):
+    """features[:, 0] -> dense -> gelu (erf, whatever hidden_act is) -> out_proj."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.activation = GELUActivation()
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+        self.out_proj = nn.Linear(c["hidden_size"], len(c["id2label"]))
+
+    def forward(self, features):
+        x = self.dropout(features[:, 0, :])
+        x = self.activation(self.dense(x))
+        return self.out_proj(self.dropout(x))
+
+
+class ElectraForSequenceClassification(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.electra = ElectraModel(c)
+        self.classifier = ElectraClassificationHead(c)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        return self.classifier(self.electra(input_ids, attention_mask, token_type_ids))
 
 
 def create_position_ids_from_input_ids(input_ids, padding_idx, past_key_values_length=0):
@@ -453,10 +504,18 @@ def bert_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_lab
         "use_cache": True,
         "vocab_size": vocab,
     }
-    if model_type in ("roberta", "xlm-roberta"):
+    if model_type in ("roberta", "xlm-roberta", "camembert"):
         # As roberta-base / xlm-roberta-base publish them.
         c.update({"bos_token_id": 0, "eos_token_id": 2, "pad_token_id": 1, "type_vocab_size": 1,
                   "layer_norm_eps": 1e-5, "max_position_embeddings": max_pos + 2})
+    return c
+
+
+def electra_config(arch, vocab, embedding, hidden, layers, heads, inter, act, max_pos, num_labels=2):
+    c = bert_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_labels, "electra")
+    # As google/electra-*-discriminator publish them.
+    c.update({"embedding_size": embedding, "summary_activation": "gelu", "summary_last_dropout": 0.1,
+              "summary_type": "first", "summary_use_proj": True})
     return c
 
 
@@ -496,6 +555,10 @@ CLASSES = {
     "RobertaForSequenceClassification": RobertaForSequenceClassification,
     "XLMRobertaModel": RobertaModel,  # modeling_xlm_roberta is modeling_roberta renamed
     "XLMRobertaForSequenceClassification": RobertaForSequenceClassification,
+    "CamembertModel": RobertaModel,  # modeling_camembert is modeling_roberta renamed
+    "CamembertForSequenceClassification": RobertaForSequenceClassification,
+    "ElectraModel": ElectraModel,
+    "ElectraForSequenceClassification": ElectraForSequenceClassification,
 }
 
 # The committed tiny models: every family, base and classifier
@@ -509,6 +572,13 @@ TINY = [
     ("roberta-base-gelu", bert_config("RobertaModel", 150, 32, 2, 2, 64, "gelu", 64, 2, "roberta"), 14),
     ("xlmr-cls-relu", bert_config("XLMRobertaForSequenceClassification", 200, 48, 2, 4, 96, "relu", 64, 3, "xlm-roberta"), 17),
     ("xlmr-base-gelu", bert_config("XLMRobertaModel", 200, 64, 2, 4, 128, "gelu", 64, 2, "xlm-roberta"), 17),
+    # ELECTRA: embeddings narrower than the encoder (projected), as the
+    # small discriminator has them, and as wide (no projection), as base
+    # and large have them; the classifier's GELU is erf while hidden_act
+    # is not.
+    ("electra-cls-gelunew", electra_config("ElectraForSequenceClassification", 120, 32, 64, 2, 4, 128, "gelu_new", 64), 17),
+    ("electra-base-gelu", electra_config("ElectraModel", 120, 48, 48, 2, 4, 96, "gelu", 64), 14),
+    ("camembert-cls-gelu", bert_config("CamembertForSequenceClassification", 130, 64, 2, 4, 128, "gelu", 64, 2, "camembert"), 17),
 ]
 
 
@@ -531,7 +601,7 @@ def randomize(model, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 2 and "embeddings" in name:
+            if p.dim() == 2 and "_embeddings." in name:  # the tables, not ELECTRA's embeddings_project
                 p.copy_(torch.randn(p.shape, generator=g))
             elif p.dim() == 2:
                 p.copy_(torch.randn(p.shape, generator=g) * (1.5 / math.sqrt(p.shape[1])))
@@ -568,7 +638,7 @@ def family(c):
 
 
 def input_names(c):
-    if family(c) == "bert":
+    if family(c) in ("bert", "electra"):
         return ["input_ids", "attention_mask", "token_type_ids"]
     return ["input_ids", "attention_mask"]
 
@@ -577,7 +647,7 @@ def output_names(c):
     arch = c["architectures"][0]
     if arch.endswith("ForSequenceClassification"):
         return ["logits"]
-    if arch == "DistilBertModel":
+    if arch in ("DistilBertModel", "ElectraModel"):
         return ["last_hidden_state"]
     return ["last_hidden_state", "pooler_output"]
 
@@ -589,7 +659,7 @@ def make_batch(c, seed, lengths):
     so [CLS]=2, [SEP]=3; RoBERTa <s>=0, <pad>=1, </s>=2."""
     rng = np.random.default_rng(seed)
     v, seq = c["vocab_size"], max(lengths)
-    roberta = family(c) in ("roberta", "xlm-roberta")
+    roberta = family(c) in ("roberta", "xlm-roberta", "camembert")
     pad, cls, sep = (1, 0, 2) if roberta else (0, 2, 3)
     ids = np.full((len(lengths), seq), pad, dtype=np.int64)
     mask = np.zeros((len(lengths), seq), dtype=np.int64)
@@ -601,7 +671,7 @@ def make_batch(c, seed, lengths):
         if i > 0 and not roberta:
             types[i, n // 2:n] = 1
     batch = {"input_ids": ids, "attention_mask": mask}
-    if family(c) == "bert":
+    if family(c) in ("bert", "electra"):
         batch["token_type_ids"] = types
     return batch
 

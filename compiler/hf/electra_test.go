@@ -1,0 +1,46 @@
+package hf
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/internal/testmodels"
+)
+
+// TestElectraParameterCount: the size bound Validate applies counts
+// ELECTRA's narrower embedding tables and embeddings_project: the tiny
+// classifiers' counts are the ones PyTorch reports for them
+// (make_models.py prints sum(p.numel())).
+func TestElectraParameterCount(t *testing.T) {
+	for name, want := range map[string]int64{testmodels.TinyElectraCls: 79_362, testmodels.TinyElectraBase: 46_944} {
+		cfg, err := LoadConfig(filepath.Join(testmodels.TinyDir(t, name), ConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := cfg.parameterCount()
+		if !cfg.IsClassifier() {
+			// parameterCount adds a pooler-sized dense layer and a head,
+			// which ElectraModel has not.
+			h := int64(cfg.HiddenSize)
+			got -= h*h + h + int64(len(cfg.Labels))*(h+1)
+		}
+		if got != want {
+			t.Errorf("%s: %d parameters, PyTorch counts %d", name, got, want)
+		}
+	}
+}
+
+// TestElectraRefusesEmbeddingSizeElsewhere: a Config made in code with an
+// embedding size for a family that has no projection is refused, naming
+// the key.
+func TestElectraRefusesEmbeddingSizeElsewhere(t *testing.T) {
+	c, err := Preset("bert-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.EmbeddingSize = 64
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "embedding_size") || !strings.Contains(err.Error(), `"bert"`) {
+		t.Errorf("Validate: %v, want embedding_size refused for bert", err)
+	}
+}
