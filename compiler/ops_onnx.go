@@ -27,12 +27,8 @@ func onnxOps() []*OpDef {
 		compare("LessOrEqual", "C = (A <= B) elementwise with broadcasting; bool result.", 12, foldLessOrEqual),
 		logical("And", "C = A and B elementwise on bools with broadcasting.", foldAnd),
 		logical("Or", "C = A or B elementwise on bools with broadcasting.", foldOr),
-		{
-			Name: "Max", Since: 8, Doc: "Max = the elementwise maximum of one or more inputs with numpy broadcasting (NaN if any input is NaN).",
-			MinInputs: 1, MaxInputs: Variadic, MinOutputs: 1, MaxOutputs: 1,
-			DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": numericTypes()}},
-			Shape:  broadcastRule(foldMax),
-		},
+		extremum("Max", "Max = the elementwise maximum of one or more inputs with numpy broadcasting (NaN if any input is NaN).", foldMax),
+		extremum("Min", "Min = the elementwise minimum of one or more inputs with numpy broadcasting (NaN if any input is NaN).", foldMin),
 		{
 			Name: "IsNaN", Since: 9, Doc: "Y = (X is NaN) elementwise; bool result.",
 			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
@@ -40,6 +36,8 @@ func onnxOps() []*OpDef {
 			Shape:  func(a *InferArgs) ([]Inferred, error) { return one(a.in(0).Shape.Clone()), nil },
 		},
 		unary("Sqrt", "Y = sqrt(X) elementwise.", 6, floatTypes()),
+		unary("Log", "Y = ln(X) elementwise (-inf at 0, NaN below).", 6, floatTypes()),
+		withFold(unary("Abs", "Y = |X| elementwise; the most negative integer stays itself (two's complement).", 6, numericTypes()), foldAbs),
 		unary("Erf", "Y = erf(X) elementwise (Gauss error function).", 9, floatTypes()),
 		unary("Tanh", "Y = tanh(X) elementwise.", 6, floatTypes()),
 		unary("Relu", "Y = max(X, 0) elementwise.", 6, floatTypes()),
@@ -256,6 +254,16 @@ func unary(name, doc string, since int64, types []DType) *OpDef {
 		MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
 		DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": types}},
 		Shape:  sameShapeRule,
+	}
+}
+
+// extremum defines Max or Min (opset 8+: variadic with broadcasting).
+func extremum(name, doc string, fold func([]SymInt) SymInt) *OpDef {
+	return &OpDef{
+		Name: name, Since: 8, Doc: doc,
+		MinInputs: 1, MaxInputs: Variadic, MinOutputs: 1, MaxOutputs: 1,
+		DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": numericTypes()}},
+		Shape:  broadcastRule(fold),
 	}
 }
 

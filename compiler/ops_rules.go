@@ -329,6 +329,29 @@ func foldNot(x []SymInt) SymInt {
 	return symUnknown()
 }
 
+func foldMin(x []SymInt) SymInt {
+	m := x[0]
+	for _, v := range x[1:] {
+		if !m.IsConst() || !v.IsConst() {
+			return symUnknown()
+		}
+		m.Val = min(m.Val, v.Val)
+	}
+	if !m.IsConst() {
+		return symUnknown()
+	}
+	return m
+}
+
+// foldAbs folds |x| where no dtype's most negative value (which Abs
+// leaves as it is) can be involved: x > -128.
+func foldAbs(x []SymInt) SymInt {
+	if x[0].IsConst() && x[0].Val > -128 {
+		return SymInt{Val: max(x[0].Val, -x[0].Val)}
+	}
+	return symUnknown()
+}
+
 func foldNeg(x []SymInt) SymInt {
 	if x[0].IsConst() {
 		return SymInt{Val: -x[0].Val}

@@ -31,7 +31,7 @@ var conformancePrefixes = []string{
 	"reduce_sum", "layer_normalization", "softmax", "transpose", "reshape",
 	"unsqueeze", "squeeze", "cast", "concat", "slice", "shape", "constant",
 	"constantofshape", "where", "equal", "less", "greater", "expand",
-	"range", "identity", "and", "or", "max", "isnan",
+	"range", "identity", "and", "or", "max", "isnan", "min", "abs", "log",
 }
 
 // roundedToHalf are the cases whose expected output is a float32 or

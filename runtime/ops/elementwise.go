@@ -228,6 +228,34 @@ func neg(c *call) ([]*Tensor, error) {
 
 func negT[T number](v T) T { return -v }
 
+// abs is ONNX Abs. The most negative integer stays itself, as in
+// two's complement (and numpy, torch and ONNX Runtime).
+func abs(c *call) ([]*Tensor, error) {
+	x := c.in[0]
+	switch x.DType {
+	case Float32:
+		return []*Tensor{unaryApply(x, func(v float32) float32 { return float32(math.Abs(float64(v))) })}, nil
+	case Float64:
+		return []*Tensor{unaryApply(x, math.Abs)}, nil
+	case Int64:
+		return []*Tensor{unaryApply(x, absT[int64])}, nil
+	case Int32:
+		return []*Tensor{unaryApply(x, absT[int32])}, nil
+	case Int8:
+		return []*Tensor{unaryApply(x, absT[int8])}, nil
+	case Uint8:
+		return identity(c)
+	}
+	return nil, unsupported(x.DType)
+}
+
+func absT[T int64 | int32 | int8](v T) T {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
 func not(c *call) ([]*Tensor, error) {
 	x := c.in[0]
 	if x.DType != Bool {
@@ -262,49 +290,65 @@ func isNaN(c *call) ([]*Tensor, error) {
 	return nil, unsupported(x.DType)
 }
 
-// maxKernel is ONNX Max: the elementwise maximum of its inputs, folded
-// left to right with broadcasting; a NaN operand gives NaN.
-func maxKernel(c *call) ([]*Tensor, error) {
-	if err := sameDType(c.in...); err != nil {
-		return nil, err
-	}
-	acc := c.in[0]
-	for _, b := range c.in[1:] {
-		var err error
-		switch acc.DType {
-		case Float32:
-			acc, err = binaryApply(acc, b, func(x, y float32) float32 {
-				if x != x || y != y {
-					return float32(math.NaN())
-				}
-				return max(x, y)
-			})
-		case Float64:
-			acc, err = binaryApply(acc, b, func(x, y float64) float64 {
-				if x != x || y != y {
-					return math.NaN()
-				}
-				return max(x, y)
-			})
-		case Int64:
-			acc, err = binaryApply(acc, b, func(x, y int64) int64 { return max(x, y) })
-		case Int32:
-			acc, err = binaryApply(acc, b, func(x, y int32) int32 { return max(x, y) })
-		case Int8:
-			acc, err = binaryApply(acc, b, func(x, y int8) int8 { return max(x, y) })
-		case Uint8:
-			acc, err = binaryApply(acc, b, func(x, y uint8) uint8 { return max(x, y) })
-		default:
-			return nil, unsupported(acc.DType)
-		}
-		if err != nil {
+// extremum returns the kernel of ONNX Max (max true) or Min: the
+// elementwise maximum or minimum of its inputs, folded left to right with
+// broadcasting; a NaN operand gives NaN.
+func extremum(max bool) kernelFunc {
+	return func(c *call) ([]*Tensor, error) {
+		if err := sameDType(c.in...); err != nil {
 			return nil, err
 		}
+		acc := c.in[0]
+		for _, b := range c.in[1:] {
+			var err error
+			switch acc.DType {
+			case Float32:
+				acc, err = binaryApply(acc, b, pickFloat[float32](max))
+			case Float64:
+				acc, err = binaryApply(acc, b, pickFloat[float64](max))
+			case Int64:
+				acc, err = binaryApply(acc, b, pick[int64](max))
+			case Int32:
+				acc, err = binaryApply(acc, b, pick[int32](max))
+			case Int8:
+				acc, err = binaryApply(acc, b, pick[int8](max))
+			case Uint8:
+				acc, err = binaryApply(acc, b, pick[uint8](max))
+			default:
+				return nil, unsupported(acc.DType)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if len(c.in) == 1 {
+			return identity(c)
+		}
+		return []*Tensor{acc}, nil
 	}
-	if len(c.in) == 1 {
-		return identity(c)
+}
+
+// pick is the larger (max) or smaller of two integers.
+func pick[T int64 | int32 | int8 | uint8](max bool) func(x, y T) T {
+	return func(x, y T) T {
+		if (x > y) == max {
+			return x
+		}
+		return y
 	}
-	return []*Tensor{acc}, nil
+}
+
+// pickFloat is pick for floats, NaN if either is NaN.
+func pickFloat[T float32 | float64](max bool) func(x, y T) T {
+	return func(x, y T) T {
+		switch {
+		case x != x || y != y:
+			return T(math.NaN())
+		case (x > y) == max:
+			return x
+		}
+		return y
+	}
 }
 
 // compare returns the kernel of Equal, Less or Greater: bool output.

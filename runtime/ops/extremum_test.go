@@ -1,0 +1,41 @@
+package ops
+
+import (
+	"math"
+	"testing"
+)
+
+// TestMinMaxAbs: Min and Max pick per element with broadcasting and give
+// NaN for a NaN operand; Abs leaves an integer type's most negative value
+// as it is (two's complement), and Log is ln with -Inf at 0.
+func TestMinMaxAbs(t *testing.T) {
+	nan := float32(math.NaN())
+	a := &Tensor{DType: Float32, Shape: []int64{2, 2}, F32: []float32{1, -2, nan, 4}}
+	b := &Tensor{DType: Float32, Shape: []int64{2}, F32: []float32{0, 3}}
+	for op, want := range map[string][]float32{"Min": {0, -2, nan, 3}, "Max": {1, 3, nan, 4}} {
+		got, err := (&Node{Op: op}).Eval([]*Tensor{a, b}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			if g := got[0].F32[i]; g != w && !(g != g && w != w) {
+				t.Errorf("%s[%d] = %v, want %v", op, i, g, w)
+			}
+		}
+	}
+	i8 := &Tensor{DType: Int8, Shape: []int64{3}, I8: []int8{-128, -5, 7}}
+	got, err := (&Node{Op: "Abs"}).Eval([]*Tensor{i8}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int8{-128, 5, 7}; got[0].I8[0] != want[0] || got[0].I8[1] != want[1] || got[0].I8[2] != want[2] {
+		t.Errorf("Abs(i8) = %v, want %v", got[0].I8, want)
+	}
+	got, err = (&Node{Op: "Log"}).Eval([]*Tensor{{DType: Float32, Shape: []int64{2}, F32: []float32{0, math.E}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(float64(got[0].F32[0]), -1) || math.Abs(float64(got[0].F32[1])-1) > 1e-7 {
+		t.Errorf("Log(0, e) = %v", got[0].F32)
+	}
+}
