@@ -24,16 +24,23 @@ const (
 // extentCode is the Go expression of an extent in the schedule, whose
 // run-time sizes are the locals batch, seq and tokens (= batch*seq).
 func extentCode(e extent) *jen.Statement {
-	var v *jen.Statement
+	var factors []string
+	seqs := e.Seq
 	switch {
-	case e.Batch && e.Seq:
-		v = jen.Id("tokens")
+	case e.Batch && seqs > 0:
+		factors, seqs = append(factors, "tokens"), seqs-1
 	case e.Batch:
-		v = jen.Id("batch")
-	case e.Seq:
-		v = jen.Id("seq")
-	default:
+		factors = append(factors, "batch")
+	}
+	for range seqs {
+		factors = append(factors, "seq")
+	}
+	if len(factors) == 0 {
 		return jen.Lit(e.Elems)
+	}
+	v := jen.Id(factors[0])
+	for _, f := range factors[1:] {
+		v = v.Op("*").Id(f)
 	}
 	if e.Elems != 1 {
 		v = v.Op("*").Lit(e.Elems)
@@ -45,7 +52,7 @@ func extentCode(e extent) *jen.Statement {
 // slot (exec.Schedule.TokenWise) has rows, not tokens, rows of a packed
 // batch (the local rows; see scheduleFile).
 func (pl *plan) slotExtentCode(id exec.SlotID, e extent) *jen.Statement {
-	if e.Batch && e.Seq && pl.prog.TokenWise(id) {
+	if e.Batch && e.Seq == 1 && pl.prog.TokenWise(id) {
 		v := jen.Id("rows")
 		if e.Elems != 1 {
 			v = v.Op("*").Lit(e.Elems)
@@ -340,8 +347,8 @@ func suffixOf(b, a *slotPlan) bool {
 	if b.width != a.width || b.extent.Batch {
 		return false
 	}
-	if b.extent.Seq {
-		return a.extent.Seq && b.extent.Elems == a.extent.Elems
+	if b.extent.Seq > 0 {
+		return a.extent.Seq == b.extent.Seq && b.extent.Elems == a.extent.Elems
 	}
 	return b.extent.Elems == a.width
 }

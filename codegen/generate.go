@@ -100,7 +100,7 @@ func Generate(prog *exec.Schedule, opts Options) (*Package, error) {
 		o := output{slot: s, field: goName(s.name, true, used)}
 		switch s.extent {
 		case extent{Batch: true, Elems: s.width}:
-		case extent{Batch: true, Seq: true, Elems: s.width}:
+		case extent{Batch: true, Seq: 1, Elems: s.width}:
 			o.perSeq = true
 		default:
 			return nil, fmt.Errorf("%w: codegen: output %q must be [batch, width] or [batch, sequence, width]", compiler.ErrUnsupportedOp, s.name)

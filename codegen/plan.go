@@ -52,11 +52,17 @@ type plan struct {
 }
 
 // extent is a buffer's length in elements: Elems, times the batch size
-// if Batch, times the sequence length if Seq.
+// if Batch, times the sequence length Seq times (0, 1, or 2 for a
+// [.., seq, seq] buffer such as MPNet's position bias and the attention
+// mask it is summed with).
 type extent struct {
-	Batch, Seq bool
-	Elems      int
+	Batch bool
+	Seq   int
+	Elems int
 }
+
+// maxSeqPower is the most sequence dims a buffer may have.
+const maxSeqPower = 2
 
 // Max is the extent at the given batch size and sequence length.
 func (e extent) Max(batch, seq int) int {
@@ -64,7 +70,7 @@ func (e extent) Max(batch, seq int) int {
 	if e.Batch {
 		n *= batch
 	}
-	if e.Seq {
+	for range e.Seq {
 		n *= seq
 	}
 	return n
@@ -206,7 +212,7 @@ func (pl *plan) placeInputs() error {
 			return fmt.Errorf("%w: codegen: graph inputs disagree on the batch and sequence dimensions", compiler.ErrUnsupportedOp)
 		}
 		s.home, s.input, s.width = homeInput, role, 1
-		s.extent = extent{Batch: true, Seq: true, Elems: 1}
+		s.extent = extent{Batch: true, Seq: 1, Elems: 1}
 		pl.inputs = append(pl.inputs, s)
 	}
 	if !pl.hasInput("ids") {
@@ -229,8 +235,8 @@ func (pl *plan) extentOf(shape compiler.Shape) (extent, int, bool) {
 		switch {
 		case d.Param != "" && d.Param == pl.batch && !e.Batch:
 			e.Batch = true
-		case d.Param != "" && d.Param == pl.seq && !e.Seq:
-			e.Seq = true
+		case d.Param != "" && d.Param == pl.seq && e.Seq < maxSeqPower:
+			e.Seq++
 		case d.Known():
 			e.Elems *= int(d.Size)
 		default:

@@ -49,7 +49,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 	case *exec.AttentionStep:
 		q := pl.slots[s.Q]
 		width := attentionWidth(s, q)
-		if q.extent != (extent{Batch: true, Seq: true, Elems: q.width}) || width%s.Heads != 0 || (s.Packed && q.width%3 != 0) {
+		if q.extent != (extent{Batch: true, Seq: 1, Elems: q.width}) || width%s.Heads != 0 || (s.Packed && q.width%3 != 0) {
 			return fmt.Errorf("%w: codegen: step #%d (node %q): attention on %s with %d heads", compiler.ErrUnsupportedOp, i, s.Node, q.shape, s.Heads)
 		}
 		pl.maxHeadDim = max(pl.maxHeadDim, width/s.Heads)
@@ -134,8 +134,8 @@ func (pl *plan) maskStrides(m *slotPlan, heads int) ([3]extent, error) {
 		switch {
 		case d.Param == pl.batch:
 			stride.Batch = true
-		case d.Param == pl.seq && !stride.Seq:
-			stride.Seq = true
+		case d.Param == pl.seq && stride.Seq < maxSeqPower:
+			stride.Seq++
 		case d.Known():
 			stride.Elems *= int(d.Size)
 		default:
@@ -160,7 +160,7 @@ func (pl *plan) gatherDims(s *exec.GatherStep) (outer, dim extent, inner int, er
 	outer, _, okOuter := pl.extentOf(shape[:s.Axis])
 	dim, _, okDim := pl.extentOf(shape[s.Axis : s.Axis+1])
 	in, _, okIn := pl.extentOf(shape[s.Axis+1:])
-	if !okOuter || !okDim || !okIn || in.Batch || in.Seq {
+	if !okOuter || !okDim || !okIn || in.Batch || in.Seq > 0 {
 		return outer, dim, 0, bad
 	}
 	return outer, dim, in.Elems, nil

@@ -53,7 +53,8 @@ func main() {
 `
 
 // TestTinyModelsCompile compiles every committed tiny model of every
-// family (internal/testmodels: BERT, DistilBERT, RoBERTa, XLM-RoBERTa, as
+// family (internal/testmodels: BERT, DistilBERT, RoBERTa, XLM-RoBERTa,
+// CamemBERT, ELECTRA, MPNet, as
 // torch.onnx.export wrote them and as HuggingFace folders), with dynamic
 // INT8, builds the generated package and requires its outputs to equal
 // the in-process engine's bit for bit on the model's reference batch. A

@@ -28,6 +28,18 @@ func attentionMaskOp() *OpDef {
 // absent: -math.MaxFloat32, torch.finfo(torch.float32).min.
 const AttentionMaskDefaultFill = -math.MaxFloat32
 
+// MaxZeroingMaskFill is the highest sqc.AttentionMask fill that gives a
+// masked key a softmax weight of exactly zero, so that skipping the key
+// (packed batches) or adding the mask in another order (a position bias
+// summed into it) computes the same. The weight is exp(score + fill -
+// max), zero in float32 once the exponent is below -104 (the smallest
+// subnormal is e^-103.3): with fill <= -1e4 that holds while no masked
+// key's score exceeds the largest live one by 9,896. Exporters write
+// float32's lowest (BERT since transformers 4.x), -inf, -10000 (older BERT
+// code), -65504 (float16's lowest) or -1e4 (onnxconverter-common's clip of
+// a float16 model).
+const MaxZeroingMaskFill = -1e4
+
 func attentionMaskShape(a *InferArgs) ([]Inferred, error) {
 	m := a.in(0).Shape
 	if err := requireRank("sqc.AttentionMask input", m, 2); err != nil {

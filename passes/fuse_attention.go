@@ -1,6 +1,10 @@
 package passes
 
-import "github.com/sqc-dev/sqc/compiler"
+import (
+	"slices"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
 
 // FuseAttention replaces multi-head self-attention written out as torch
 // exports it by one sqc.Attention(q, k, v[, mask]) {heads, scale}:
@@ -8,7 +12,7 @@ import "github.com/sqc-dev/sqc/compiler"
 //	Q = Transpose<0,2,1,3>(Reshape(q, [batch, seq, heads, d]))      (V likewise)
 //	Kt = Transpose<0,2,3,1>(Reshape(k, [batch, seq, heads, d]))     (or 0,2,1,3 then 0,1,3,2)
 //	S = MatMul(Q, Kt), scaled by Div/Mul with a constant before (on Q) or after
-//	P = Softmax(S [+ mask], axis=-1)
+//	P = Softmax(S [+ bias] [+ mask], axis=-1)
 //	y = Reshape(Transpose<0,2,1,3>(MatMul(P, V)), [batch, seq, heads*d])
 //
 // q, k and v are the [batch, seq, heads*d] projections. The head split is
@@ -19,6 +23,14 @@ import "github.com/sqc-dev/sqc/compiler"
 // batch is left alone. The mask, if any, is whatever is added to the scores
 // (CanonicalizeAttentionMask makes it an sqc.AttentionMask) and must
 // broadcast to [batch, heads, seq, seq] without widening the scores.
+//
+// MPNet adds a relative position bias before the mask, (S + bias) + mask,
+// with the mask an sqc.AttentionMask: the two addends become one,
+// S + (bias + mask), one Add per (bias, mask) pair shared by the layers.
+// That sums to the same bits for every key the mask keeps (mask 0 there)
+// and leaves the others a softmax weight of exactly zero either way,
+// which the mask's fill guarantees (compiler.MaxZeroingMaskFill; a higher
+// fill, or a mask of any other kind, leaves the attention unfused).
 //
 // onnxscript writes SDPA with a boolean mask with a guard after the
 // Softmax, Where(IsNaN(P), 0, P), which FuseAttention drops: P is NaN only
@@ -36,6 +48,8 @@ func fuseAttention(g *compiler.Graph) (bool, error) {
 	ix := newIndex(g)
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
+	biased := map[[2]string]string{} // (bias, mask) -> their sum
+	var sums []*compiler.Node        // the sums, inserted after their operands
 	for _, n := range g.Nodes {
 		cur.n = n
 		if n.Op != "Softmax" {
@@ -46,6 +60,16 @@ func fuseAttention(g *compiler.Graph) (bool, error) {
 			continue
 		}
 		inputs := []string{m.q, m.k, m.v}
+		if m.bias != "" {
+			key := [2]string{m.bias, m.mask}
+			if biased[key] == "" {
+				sum := &compiler.Node{Name: nm.Fresh(m.sink.Name + "/bias_and_mask"), Op: "Add", Inputs: []string{m.bias, m.mask}, Attrs: map[string]compiler.Attr{}}
+				sum.Outputs = []string{nm.Fresh(sum.Name)}
+				biased[key] = sum.Outputs[0]
+				sums = append(sums, sum)
+			}
+			m.mask = biased[key]
+		}
 		if m.mask != "" {
 			inputs = append(inputs, m.mask)
 		}
@@ -61,17 +85,36 @@ func fuseAttention(g *compiler.Graph) (bool, error) {
 		}
 	}
 	replaceNodes(g, repl)
+	for _, s := range sums {
+		insertAfterInputs(g, s)
+	}
 	if len(repl) > 0 {
 		removeDead(g)
 	}
 	return len(repl) > 0, nil
 }
 
+// insertAfterInputs puts n into g.Nodes right after the last producer of
+// its inputs (first when none has one), which keeps topological order.
+func insertAfterInputs(g *compiler.Graph, n *compiler.Node) {
+	at := 0
+	for i, p := range g.Nodes {
+		for _, out := range p.Outputs {
+			if slices.Contains(n.Inputs, out) {
+				at = i + 1
+			}
+		}
+	}
+	g.Nodes = slices.Insert(g.Nodes, at, n)
+}
+
 type attentionMatch struct {
-	q, k, v, mask string
-	heads         int64
-	scale         float64
-	sink          *compiler.Node
+	// bias is an addend of the scores besides the mask (MPNet's position
+	// bias); "" when there is none.
+	q, k, v, mask, bias string
+	heads               int64
+	scale               float64
+	sink                *compiler.Node
 }
 
 var (
@@ -86,10 +129,13 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 	if !softmaxOverLastOf4(ix, softmax) {
 		return m, false
 	}
-	// Scores, with an optional additive mask.
+	// Scores, with an optional additive mask, and a bias added before it.
 	scores := softmax.Inputs[0]
 	if add := ix.producedBy(scores, "Add"); add != nil && ix.uses(scores) == 1 {
 		s, mask, ok := splitMaskAdd(ix, add)
+		if !ok {
+			s, m.bias, mask, ok = splitBiasAndMask(ix, add)
+		}
 		if !ok {
 			return m, false
 		}
@@ -150,7 +196,7 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 		!out.Shape[2].Known() || out.Shape[2].Size != qW {
 		return m, false
 	}
-	if m.mask != "" && !maskFits(ix, m.mask, unmasked) {
+	if m.mask != "" && !maskFits(ix, m.mask, unmasked) || m.bias != "" && !maskFits(ix, m.bias, unmasked) {
 		return m, false
 	}
 	m.sink = merge
@@ -201,6 +247,23 @@ func splitMaskAdd(ix *index, add *compiler.Node) (scores, mask string, ok bool) 
 		}
 	}
 	return "", "", false
+}
+
+// splitBiasAndMask splits Add(Add(scores, bias), mask) (either operand
+// order in both), where mask is an sqc.AttentionMask whose fill zeroes the
+// weights of the keys it masks.
+func splitBiasAndMask(ix *index, add *compiler.Node) (scores, bias, mask string, ok bool) {
+	for k := range 2 {
+		inner := ix.producedBy(add.Inputs[k], "Add")
+		am := ix.producedBy(add.Inputs[1-k], opAttentionMask)
+		if inner == nil || ix.uses(add.Inputs[k]) != 1 || am == nil || !(am.AttrFloat("fill", compiler.AttentionMaskDefaultFill) <= compiler.MaxZeroingMaskFill) {
+			continue
+		}
+		if s, b, ok := splitMaskAdd(ix, inner); ok {
+			return s, b, add.Inputs[1-k], true
+		}
+	}
+	return "", "", "", false
 }
 
 // peelScale strips one Div or Mul by a scalar constant and returns the

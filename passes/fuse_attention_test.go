@@ -134,3 +134,43 @@ func TestFuseAttentionRejectsUnprovedSplit(t *testing.T) {
 	}
 	wantEquivalent(t, g, after, attentionInputs(), 0)
 }
+
+// biasedAttention is bertAttention with MPNet's addend: a position bias
+// input [1, 2, sequence, sequence] added to the scaled scores before the
+// mask, (S + bias) + mask; fill replaces the mask's fill.
+func biasedAttention(fill string) string {
+	return strings.NewReplacer(
+		"%masked = Add(%scaled, %madd)", "%biased = Add(%scaled, %bias)\n  %masked = Add(%biased, %madd)",
+		"input %mask: i64[batch, sequence]", "input %mask: i64[batch, sequence]\n  input %bias: f32[1, 2, sequence, sequence]",
+		"init %min: f32[] = [-3.4028235e+38]", "init %min: f32[] = ["+fill+"]",
+	).Replace(bertAttention)
+}
+
+// TestFuseAttentionPositionBias: MPNet's (S + bias) + mask fuses, the two
+// addends summed into the attention's one mask, which sums to the same
+// bits (the mask is 0 or float32's lowest); with a fill that leaves masked
+// keys a weight (-1), where the order of the sums would show, it stays.
+func TestFuseAttentionPositionBias(t *testing.T) {
+	in := attentionInputs()
+	in["bias"] = randomF32(42, 1, 2, 3, 3)
+	g := parseGraph(t, biasedAttention("-3.4028235e+38"))
+	after := applyPass(t, g, CanonicalizeAttentionMask, FuseAttention, FuseLinear, EliminateDeadNodes)
+	wantOps(t, after, map[string]int{opAttentionMask: 1, opAttention: 1, opLinear: 3, "Add": 1})
+	producers := after.Producers()
+	for _, n := range after.Nodes {
+		if n.Op == opAttention && (len(n.Inputs) != 4 || producers[n.Inputs[3]] == nil || producers[n.Inputs[3]].Op != "Add") {
+			t.Errorf("attention %v does not read the bias and mask summed", n.Inputs)
+		}
+	}
+	wantEquivalent(t, g, after, in, 1e-5)
+	// The reassociation itself changes no bit: S + (bias + mask) against
+	// (S + bias) + mask, both unfused.
+	summed := parseGraph(t, strings.Replace(biasedAttention("-3.4028235e+38"),
+		"%biased = Add(%scaled, %bias)\n  %masked = Add(%biased, %madd)", "%bm = Add(%bias, %madd)\n  %masked = Add(%scaled, %bm)", 1))
+	wantEquivalent(t, g, summed, in, 0)
+
+	g = parseGraph(t, biasedAttention("-1"))
+	if after := applyPass(t, g, CanonicalizeAttentionMask, FuseAttention); OpHistogram(after)[opAttention] != 0 {
+		t.Errorf("fused a bias with a mask of fill -1:\n%s", after.Text())
+	}
+}

@@ -169,11 +169,21 @@ func (b *Builder) MergeHeads(x, scope string, hidden int) string {
 // [batch, seq, hidden]. scaleOp is "Div" or "Mul"; scale names a scalar
 // constant.
 func (b *Builder) SelfAttention(scope, q, k, v, scaleOp, scale, maskBias string, heads, headSize int) string {
+	return b.BiasedSelfAttention(scope, q, k, v, scaleOp, scale, "", maskBias, heads, headSize)
+}
+
+// BiasedSelfAttention is SelfAttention with posBias (when not "") added to
+// the scaled scores before the mask, (scores + posBias) + maskBias, as
+// MPNet adds its relative position bias.
+func (b *Builder) BiasedSelfAttention(scope, q, k, v, scaleOp, scale, posBias, maskBias string, heads, headSize int) string {
 	q = b.SplitHeads(q, scope+".query", heads, headSize, 0, 2, 1, 3)
 	kT := b.SplitHeads(k, scope+".key", heads, headSize, 0, 2, 3, 1)
 	v = b.SplitHeads(v, scope+".value", heads, headSize, 0, 2, 1, 3)
 	scores := b.Op("MatMul", scope+"/scores", q, kT)
 	scores = b.Op(scaleOp, scope+"/scaled_scores", scores, scale)
+	if posBias != "" {
+		scores = b.Op("Add", scope+"/biased_scores", scores, posBias)
+	}
 	if maskBias != "" {
 		scores = b.Op("Add", scope+"/masked_scores", scores, maskBias)
 	}

@@ -45,9 +45,12 @@
 //
 // Ops outside the fused vocabulary run as OpSteps on runtime/ops's
 // generic kernels, the ones the FP32 interpreter uses and generated
-// packages call, one node at a time, but only outside the encoder (before
-// the first or after the last LayerNormalization): shape plumbing such as
-// the position-id Slice, Cast, Where, Expand. Inside it, Compile fails with
+// packages call, one node at a time: shape plumbing such as the
+// position-id Slice, Cast, Where, Expand, and inside the encoder (between
+// the first and last LayerNormalization) only work on dims and on values
+// computed from the inputs alone (MPNet's relative position bias). A
+// generic op there that reads an activation (a value computed from a
+// LayerNorm's output, through anything but Shape) fails Compile with
 // ErrUnsupportedOp rather than run slowly.
 //
 // # Buffers and threads

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/nn"
@@ -104,9 +105,14 @@ type lowering struct {
 	uses     map[string][]use
 
 	// firstLN..lastLN (node indices) is the encoder, where every node
-	// must have a runtime kernel; -1 when the graph has no LayerNorm
-	// (LayerNormalization, sqc.LayerNormDual or sqc.LayerNorm).
+	// that reads an activation must have a runtime kernel; -1 when the
+	// graph has no LayerNorm (LayerNormalization, sqc.LayerNormDual or
+	// sqc.LayerNorm).
 	firstLN, lastLN int
+	// activation marks the values computed from a LayerNorm's output
+	// (through anything but Shape, whose output is only dims): the
+	// per-token data a generic kernel would run slowly on.
+	activation map[string]bool
 }
 
 func newLowering(g *compiler.Graph) *lowering {
@@ -114,7 +120,7 @@ func newLowering(g *compiler.Graph) *lowering {
 		g: g, source: g.Meta["source"],
 		p:     &Schedule{name: g.Name, source: g.Meta["source"]},
 		slots: map[string]SlotID{}, isInput: map[string]bool{}, isOutput: map[string]bool{},
-		uses: map[string][]use{}, firstLN: -1, lastLN: -1,
+		uses: map[string][]use{}, firstLN: -1, lastLN: -1, activation: map[string]bool{},
 	}
 	for _, v := range g.Inputs {
 		l.isInput[v.Name] = true
@@ -128,11 +134,17 @@ func newLowering(g *compiler.Graph) *lowering {
 				l.uses[in] = append(l.uses[in], use{i, j})
 			}
 		}
-		if n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" || n.Op == "sqc.LayerNorm" {
+		isLN := n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" || n.Op == "sqc.LayerNorm"
+		if isLN {
 			if l.firstLN < 0 {
 				l.firstLN = i
 			}
 			l.lastLN = i
+		}
+		if n.Op != "Shape" && (isLN || slices.ContainsFunc(n.Inputs, func(in string) bool { return l.activation[in] })) {
+			for _, out := range n.Outputs {
+				l.activation[out] = true
+			}
 		}
 	}
 	return l
@@ -223,8 +235,16 @@ func (l *lowering) addSlot(s *Slot) SlotID {
 
 func (l *lowering) emit(s Step) { l.p.steps = append(l.p.steps, s) }
 
-// inEncoder reports whether node i lies where every op needs a kernel.
-func (l *lowering) inEncoder(i int) bool { return l.firstLN >= 0 && l.firstLN <= i && i <= l.lastLN }
+// slowInEncoder reports whether node i, run on a generic kernel, would be
+// per-token work inside the encoder: it lies between the first and last
+// LayerNorm and reads an activation's data. Work on dims (Shape of an
+// activation) and on values computed from the inputs alone (MPNet's
+// relative position bias, the sum of it and the mask) runs there on
+// generic kernels.
+func (l *lowering) slowInEncoder(i int, n *compiler.Node) bool {
+	return l.firstLN >= 0 && l.firstLN <= i && i <= l.lastLN && n.Op != "Shape" &&
+		slices.ContainsFunc(n.Inputs, func(in string) bool { return l.activation[in] })
+}
 
 // lowerNode emits node i's steps.
 func (l *lowering) lowerNode(i int, n *compiler.Node) error {
@@ -232,8 +252,8 @@ func (l *lowering) lowerNode(i int, n *compiler.Node) error {
 	if err != nil || native {
 		return err
 	}
-	if l.inEncoder(i) {
-		return l.bad(i, fmt.Errorf("%w: no runtime kernel for this form of %s inside the encoder (between the first and last LayerNormalization)", compiler.ErrUnsupportedOp, n.Op))
+	if l.slowInEncoder(i, n) {
+		return l.bad(i, fmt.Errorf("%w: no runtime kernel for this form of %s on an activation inside the encoder (between the first and last LayerNormalization)", compiler.ErrUnsupportedOp, n.Op))
 	}
 	ins := make([]SlotID, len(n.Inputs))
 	for j, in := range n.Inputs {

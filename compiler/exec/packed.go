@@ -30,8 +30,8 @@ import (
 // along another axis, an Add with a value of another layout, attention
 // without the mask the batch's lengths come from) is not packed: it runs
 // padded, and PackingReason says why. So is one whose mask fill is not
-// low enough (maxPackedMaskFill) for the padded keys' softmax weights to
-// be exactly zero, as skipping them assumes. At run time a batch runs padded
+// low enough (compiler.MaxZeroingMaskFill) for the padded keys' softmax
+// weights to be exactly zero, as skipping them assumes. At run time a batch runs padded
 // when its mask is not ones-then-zeros per row (or a row is all zeros),
 // and when no row is padded (then both layouts are the same).
 
@@ -104,8 +104,8 @@ func planPacking(s *Schedule) packPlan {
 			if maskOut != NoSlot {
 				return no("%s: a second attention mask", label())
 			}
-			if !(x.Fill <= maxPackedMaskFill) {
-				return no("%s: its fill %g leaves padded keys a weight (packing skips them, which needs a fill <= %g)", label(), x.Fill, maxPackedMaskFill)
+			if !(x.Fill <= compiler.MaxZeroingMaskFill) {
+				return no("%s: its fill %g leaves padded keys a weight (packing skips them, which needs a fill <= %g)", label(), x.Fill, compiler.MaxZeroingMaskFill)
 			}
 			pl.mask, maskOut = x.Mask, x.Out
 		case *QuantizeStep, *QuantizeRowsStep, *LinearF32Step, *LayerNormStep, *ActivationStep:
@@ -176,17 +176,6 @@ func planPacking(s *Schedule) packPlan {
 	pl.ok = true
 	return pl
 }
-
-// maxPackedMaskFill is the highest mask fill at which a packed batch,
-// which skips padded keys, computes what the padded one does. The padded
-// softmax gives a padded key the weight exp(score + fill - max), which is
-// exactly zero in float32 once the exponent is below -104 (the smallest
-// subnormal is e^-103.3): with fill <= -1e4 that holds while no padded
-// key's score exceeds the largest real one by 9,896. Exporters write
-// float32's lowest (BERT since transformers 4.x), -inf, -10000 (older
-// BERT code), -65504 (float16's lowest) or -1e4 (onnxconverter-common's
-// clip of a float16 model).
-const maxPackedMaskFill = -1e4
 
 // rowBroadcast reports whether a slot is a constant of one row ([N] or
 // [1, ..., N]), which adds to every token alike.

@@ -22,6 +22,7 @@ const (
 	ModelXLMRoBERTa = "xlm-roberta"
 	ModelCamemBERT  = "camembert"
 	ModelELECTRA    = "electra"
+	ModelMPNet      = "mpnet"
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -35,6 +36,8 @@ const (
 	ArchCamembertForSequence  = "CamembertForSequenceClassification"
 	ArchElectraModel          = "ElectraModel"
 	ArchElectraForSequence    = "ElectraForSequenceClassification"
+	ArchMPNetModel            = "MPNetModel"
+	ArchMPNetForSequence      = "MPNetForSequenceClassification"
 )
 
 // architecturesByType lists, per model_type, the architectures Build knows;
@@ -46,12 +49,17 @@ var architecturesByType = map[string][]string{
 	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence},
 	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence},
 	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence},
+	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
-	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence}
+	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence}
+
+// mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
+// word and position tables and position ids.
+const mpnetPaddingIdx = 1
 
 // robertaPadTokenID is RobertaConfig's, XLMRobertaConfig's and
 // CamembertConfig's default pad_token_id, which is also the position embeddings' padding_idx.
@@ -86,7 +94,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT, ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT or ModelELECTRA
+	ModelType    string // ModelBERT, ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA or ModelMPNet
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -101,11 +109,16 @@ type Config struct {
 	// (embeddings_project) where it differs; 0 (every other family): the
 	// hidden size. EmbeddingWidth gives the width either way.
 	EmbeddingSize int
-	// PadTokenID is pad_token_id, used by the RoBERTa family only: it is
-	// the padding_idx their position ids are offset by (real tokens take
-	// positions padding_idx+1, padding_idx+2, ...; tokens equal to it take
-	// padding_idx itself).
-	PadTokenID   int
+	// PadTokenID is pad_token_id, used by the RoBERTa family only (and
+	// MPNet, whose embeddings fix it at 1 whatever config.json says): it
+	// is the padding_idx their position ids are offset by (real tokens
+	// take positions padding_idx+1, padding_idx+2, ...; tokens equal to
+	// it take padding_idx itself).
+	PadTokenID int
+	// RelativeBuckets is MPNet's relative_attention_num_buckets: the rows
+	// of its relative position bias table (0 for other families).
+	RelativeBuckets int
+
 	HiddenAct    string
 	LayerNormEps float64
 
@@ -126,6 +139,15 @@ func (c *Config) EmbeddingWidth() int {
 	}
 	return c.HiddenSize
 }
+
+// OffsetsPositions reports whether position ids count non-padding tokens
+// from PadTokenID + 1 (create_position_ids_from_input_ids): the RoBERTa
+// family and MPNet.
+func (c *Config) OffsetsPositions() bool { return c.IsRoBERTa() || c.ModelType == ModelMPNet }
+
+// hasTypeTable reports whether the model has token type embeddings
+// (type_vocab_size): every family with BERT's keys but MPNet.
+func (c *Config) hasTypeTable() bool { return c.hasBertKeys() && c.ModelType != ModelMPNet }
 
 // HasTokenTypeIDs reports whether the model takes a token_type_ids input
 // (BERT and ELECTRA; the RoBERTa family and DistilBERT do not).
@@ -184,7 +206,8 @@ type rawConfig struct {
 	PadTokenID       *int     `json:"pad_token_id"`
 	PositionEmbType  *string  `json:"position_embedding_type"`
 	IsDecoder        bool     `json:"is_decoder"`
-	EmbeddingSize    *int     `json:"embedding_size"` // ElectraConfig
+	EmbeddingSize    *int     `json:"embedding_size"`                 // ElectraConfig
+	RelativeBuckets  *int     `json:"relative_attention_num_buckets"` // MPNetConfig
 
 	// DistilBertConfig keys.
 	Dim        *int    `json:"dim"`
@@ -233,7 +256,7 @@ func ParseConfig(data []byte, path string) (Config, error) {
 	cfg.VocabSize = intOr(raw.VocabSize, 30522)
 	cfg.MaxPositions = intOr(raw.MaxPositions, 512)
 	switch cfg.ModelType {
-	case ModelBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA:
+	case ModelBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet:
 		cfg.HiddenSize = intOr(raw.HiddenSize, 768)
 		cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
 		cfg.NumHeads = intOr(raw.NumAttnHeads, 12)
@@ -251,6 +274,17 @@ func ParseConfig(data []byte, path string) (Config, error) {
 		cfg.LayerNormEps = 1e-12
 		if raw.LayerNormEps != nil {
 			cfg.LayerNormEps = *raw.LayerNormEps
+		}
+		if cfg.ModelType == ModelMPNet {
+			// MPNetConfig: no token types; MPNetEmbeddings pads at 1
+			// whatever pad_token_id is; published checkpoints set the
+			// rest.
+			cfg.TypeVocabSize = 0
+			cfg.PadTokenID = mpnetPaddingIdx
+			cfg.RelativeBuckets = intOr(raw.RelativeBuckets, 32)
+			if raw.VocabSize == nil {
+				cfg.VocabSize = 30527
+			}
 		}
 		if pe := strOr(raw.PositionEmbType, "absolute"); pe != "absolute" {
 			return Config{}, compiler.BadInput(path, "position_embedding_type",
@@ -366,15 +400,20 @@ func (c *Config) Validate() error {
 		{c.key("intermediate_size"), c.IntermediateSize, 1, maxDim},
 		{"max_position_embeddings", c.MaxPositions, 1, maxDim},
 	}
-	if c.hasBertKeys() {
+	if c.hasTypeTable() {
 		sizes = append(sizes, bounded{"type_vocab_size", c.TypeVocabSize, 1, maxDim})
+	}
+	if c.ModelType == ModelMPNet {
+		// relative_position_bucket halves the count twice (max_exact),
+		// and divides by it.
+		sizes = append(sizes, bounded{"relative_attention_num_buckets", c.RelativeBuckets, 4, maxDim})
 	}
 	if c.ModelType == ModelELECTRA {
 		sizes = append(sizes, bounded{"embedding_size", c.EmbeddingSize, 1, maxDim})
 	} else if c.EmbeddingSize != 0 {
 		return fail("embedding_size", "%d given for model_type %q, which has no embeddings projection", c.EmbeddingSize, c.ModelType)
 	}
-	if c.IsRoBERTa() {
+	if c.OffsetsPositions() {
 		// Position ids run from padding_idx (for pad tokens) up to
 		// padding_idx + sequence length, so at least padding_idx + 2
 		// rows are needed for one real token.
@@ -434,6 +473,7 @@ func (c *Config) parameterCount() int64 {
 	}
 	layer := 4*(h*h+h) + 2*h*i + i + h + 4*h
 	n += int64(c.NumLayers) * layer
+	n += int64(c.RelativeBuckets) * int64(c.NumHeads) // MPNet's relative position bias
 	// Pooler or classification-head dense layer, and the output layer.
 	return n + h*h + h + int64(len(c.Labels))*(h+1)
 }

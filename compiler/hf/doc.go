@@ -19,8 +19,11 @@
 // electra (ElectraModel, ElectraForSequenceClassification: BERT's encoder
 // behind embeddings of embedding_size, projected to the hidden size where
 // the two differ; no pooler; a dense + GELU + out_proj head on the first
-// token), with parameters stored with or without the
-// "bert."/"distilbert."/"roberta."/"electra." prefix, as
+// token) and mpnet (MPNetModel, MPNetForSequenceClassification: RoBERTa's
+// position ids and head, no token types, and a relative position bias
+// from 32 buckets added to every layer's scores before the mask), with
+// parameters stored with or without the
+// "bert."/"distilbert."/"roberta."/"electra."/"mpnet." prefix, as
 // F32, F16, BF16 or F64 (the last three are converted to float32). The
 // RoBERTa family has no token_type_ids input (its one token type is row 0)
 // and computes position ids from input_ids as `transformers` does:

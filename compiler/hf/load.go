@@ -111,10 +111,11 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	if cfg.IsClassifier() {
 		prefix = cfg.ParamPrefix()
 	}
-	// BertModel always has a pooler; RobertaModel only if the checkpoint
-	// holds one (see hasWeight); ElectraModel and DistilBertModel none.
+	// BertModel always has a pooler; RobertaModel and MPNetModel only if
+	// the checkpoint holds one (see hasWeight); ElectraModel and
+	// DistilBertModel none.
 	pooled := cfg.ModelType == ModelBERT ||
-		cfg.IsRoBERTa() && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
+		(cfg.IsRoBERTa() || cfg.ModelType == ModelMPNet) && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
 
 	h := compiler.Dim{Size: int64(cfg.HiddenSize)}
 	switch {
@@ -138,6 +139,8 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildRoBERTa(b, prefix, pooled)
 	case ModelELECTRA:
 		buildELECTRA(b, prefix)
+	case ModelMPNet:
+		buildMPNet(b, prefix, pooled)
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -165,7 +168,7 @@ func setMeta(g *compiler.Graph, cfg Config) {
 	m["hidden_act"] = cfg.HiddenAct
 	m["max_position_embeddings"] = strconv.Itoa(cfg.MaxPositions)
 	m["vocab_size"] = strconv.Itoa(cfg.VocabSize)
-	if cfg.IsRoBERTa() {
+	if cfg.OffsetsPositions() {
 		m["pad_token_id"] = strconv.Itoa(cfg.PadTokenID)
 	}
 	if cfg.IsClassifier() {

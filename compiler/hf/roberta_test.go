@@ -41,6 +41,13 @@ func TestRobertaConfigDefaults(t *testing.T) {
 			NumHeads: 4, IntermediateSize: 1024, MaxPositions: 512, TypeVocabSize: 2, EmbeddingSize: 128, HiddenAct: ActGELU,
 			LayerNormEps: 1e-12, Labels: []string{"LABEL_0", "LABEL_1"}, Source: "x.json",
 		}},
+		// MPNetConfig: no token types, padding_idx 1 whatever pad_token_id
+		// says, 32 relative buckets.
+		{`{"model_type": "mpnet", "pad_token_id": 0}`, Config{
+			ModelType: ModelMPNet, Architecture: ArchMPNetModel, VocabSize: 30527, HiddenSize: 768, NumLayers: 12,
+			NumHeads: 12, IntermediateSize: 3072, MaxPositions: 512, PadTokenID: 1, RelativeBuckets: 32, HiddenAct: ActGELU,
+			LayerNormEps: 1e-12, Labels: []string{"LABEL_0", "LABEL_1"}, Source: "x.json",
+		}},
 		// google/electra-base-discriminator.
 		{`{"model_type": "electra", "architectures": ["ElectraForSequenceClassification"], "embedding_size": 768,
 		   "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072}`, Config{

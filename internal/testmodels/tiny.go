@@ -32,11 +32,16 @@ const (
 	TinyElectraBase = "electra-base-gelu"
 	// CamembertForSequenceClassification (RoBERTa's code), gelu.
 	TinyCamembertCls = "camembert-cls-gelu"
+	// MPNetModel (with pooler, as sentence-transformers keeps it), gelu,
+	// opset 14: a relative position bias on every layer's scores.
+	TinyMPNetBase = "mpnet-base-gelu"
+	// MPNetForSequenceClassification, gelu_new.
+	TinyMPNetCls = "mpnet-cls-gelunew"
 )
 
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
-	TinyElectraCls, TinyElectraBase, TinyCamembertCls}
+	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

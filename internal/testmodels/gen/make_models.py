@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Random-weight test models of the BERT, DistilBERT, RoBERTa, XLM-RoBERTa,
-CamemBERT and ELECTRA families, in the structure `transformers` publishes them, with FP32
+CamemBERT, ELECTRA and MPNet families, in the structure `transformers` publishes them, with FP32
 reference outputs from PyTorch.
 
 transformers is not installed (nor reachable), so the modules below are
 written by hand after modeling_bert.py, modeling_distilbert.py and
-modeling_roberta.py and modeling_electra.py (eager attention, eval mode;
+modeling_roberta.py, modeling_electra.py and modeling_mpnet.py (eager
+attention, eval mode;
 CamemBERT's modeling file is RoBERTa's renamed): the same parameter names,
 the same order of operations, the same buffers (position_ids,
 token_type_ids), so that torch.onnx.export writes the graph an export of the
@@ -352,6 +353,146 @@ class RobertaForSequenceClassification(nn.Module):
         return self.classifier(self.roberta(input_ids, attention_mask))
 
 
+# ---------------------------------------------------------------- MPNet
+
+
+class MPNetEmbeddings(nn.Module):
+    """Word + position embeddings (positions as RoBERTa counts them, from
+    padding_idx 1), LayerNorm; no token types."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.padding_idx = 1
+        self.word_embeddings = nn.Embedding(c["vocab_size"], c["hidden_size"], padding_idx=self.padding_idx)
+        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["hidden_size"], padding_idx=self.padding_idx)
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+
+    def forward(self, input_ids):
+        position_ids = create_position_ids_from_input_ids(input_ids, self.padding_idx)
+        embeddings = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+class MPNetSelfAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.num_attention_heads = c["num_attention_heads"]
+        self.attention_head_size = c["hidden_size"] // c["num_attention_heads"]
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+        self.q = nn.Linear(c["hidden_size"], self.all_head_size)
+        self.k = nn.Linear(c["hidden_size"], self.all_head_size)
+        self.v = nn.Linear(c["hidden_size"], self.all_head_size)
+        self.o = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.dropout = nn.Dropout(c["attention_probs_dropout_prob"])
+
+    def forward(self, hidden_states, attention_mask, position_bias):
+        batch_size, seq_length, _ = hidden_states.shape
+        q = self.q(hidden_states).view(batch_size, -1, self.num_attention_heads, self.attention_head_size).transpose(1, 2)
+        k = self.k(hidden_states).view(batch_size, -1, self.num_attention_heads, self.attention_head_size).transpose(1, 2)
+        v = self.v(hidden_states).view(batch_size, -1, self.num_attention_heads, self.attention_head_size).transpose(1, 2)
+        attention_scores = torch.matmul(q, k.transpose(-1, -2))
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+        attention_scores += position_bias
+        attention_scores = attention_scores + attention_mask
+        attention_probs = self.dropout(nn.functional.softmax(attention_scores, dim=-1))
+        c = torch.matmul(attention_probs, v)
+        c = c.permute(0, 2, 1, 3).contiguous()
+        c = c.view(*(c.size()[:-2] + (self.all_head_size,)))
+        return self.o(c)
+
+
+class MPNetAttention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.attn = MPNetSelfAttention(c)
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.dropout = nn.Dropout(c["hidden_dropout_prob"])
+
+    def forward(self, hidden_states, attention_mask, position_bias):
+        out = self.attn(hidden_states, attention_mask, position_bias)
+        return self.LayerNorm(self.dropout(out) + hidden_states)
+
+
+class MPNetLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.attention = MPNetAttention(c)
+        self.intermediate = BertIntermediate(c)
+        self.output = BertOutput(c)
+
+    def forward(self, hidden_states, attention_mask, position_bias):
+        attention_output = self.attention(hidden_states, attention_mask, position_bias)
+        return self.output(self.intermediate(attention_output), attention_output)
+
+
+class MPNetEncoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.n_heads = c["num_attention_heads"]
+        self.layer = nn.ModuleList([MPNetLayer(c) for _ in range(c["num_hidden_layers"])])
+        self.relative_attention_bias = nn.Embedding(c["relative_attention_num_buckets"], self.n_heads)
+        self.num_buckets = c["relative_attention_num_buckets"]
+
+    def forward(self, hidden_states, attention_mask):
+        position_bias = self.compute_position_bias(hidden_states, num_buckets=self.num_buckets)
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, attention_mask, position_bias)
+        return hidden_states
+
+    def compute_position_bias(self, x, num_buckets=32):
+        bsz, qlen, klen = x.size(0), x.size(1), x.size(1)
+        context_position = torch.arange(qlen, dtype=torch.long)[:, None]
+        memory_position = torch.arange(klen, dtype=torch.long)[None, :]
+        relative_position = memory_position - context_position
+        rp_bucket = self.relative_position_bucket(relative_position, num_buckets=num_buckets)
+        values = self.relative_attention_bias(rp_bucket)
+        values = values.permute([2, 0, 1]).unsqueeze(0)
+        return values.expand((bsz, -1, qlen, klen)).contiguous()
+
+    @staticmethod
+    def relative_position_bucket(relative_position, num_buckets=32, max_distance=128):
+        ret = 0
+        n = -relative_position
+        num_buckets //= 2
+        ret += (n < 0).to(torch.long) * num_buckets
+        n = torch.abs(n)
+        max_exact = num_buckets // 2
+        is_small = n < max_exact
+        val_if_large = max_exact + (
+            torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        ).to(torch.long)
+        val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
+        ret += torch.where(is_small, n, val_if_large)
+        return ret
+
+
+class MPNetModel(nn.Module):
+    def __init__(self, c, add_pooling_layer=True):
+        super().__init__()
+        self.embeddings = MPNetEmbeddings(c)
+        self.encoder = MPNetEncoder(c)
+        self.pooler = BertPooler(c) if add_pooling_layer else None
+
+    def forward(self, input_ids, attention_mask):
+        hidden = self.encoder(self.embeddings(input_ids), extended_attention_mask(attention_mask))
+        if self.pooler is None:
+            return hidden
+        return hidden, self.pooler(hidden)
+
+
+class MPNetForSequenceClassification(nn.Module):
+    """MPNetClassificationHead is RobertaClassificationHead."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.mpnet = MPNetModel(c, add_pooling_layer=False)
+        self.classifier = RobertaClassificationHead(c)
+
+    def forward(self, input_ids, attention_mask):
+        return self.classifier(self.mpnet(input_ids, attention_mask))
+
+
 # ---------------------------------------------------------------- DistilBERT
 
 
@@ -519,6 +660,16 @@ def electra_config(arch, vocab, embedding, hidden, layers, heads, inter, act, ma
     return c
 
 
+def mpnet_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_labels=2):
+    c = bert_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_labels, "mpnet")
+    # As sentence-transformers/all-mpnet-base-v2 publishes it.
+    for k in ("type_vocab_size", "position_embedding_type", "use_cache", "classifier_dropout"):
+        del c[k]
+    c.update({"bos_token_id": 0, "eos_token_id": 2, "pad_token_id": 1, "layer_norm_eps": 1e-5,
+              "max_position_embeddings": max_pos + 2, "relative_attention_num_buckets": 32})
+    return c
+
+
 def distilbert_config(arch, vocab, dim, layers, heads, hidden_dim, act, max_pos, num_labels=2):
     id2label, label2id = labels(num_labels)
     return {
@@ -559,6 +710,8 @@ CLASSES = {
     "CamembertForSequenceClassification": RobertaForSequenceClassification,
     "ElectraModel": ElectraModel,
     "ElectraForSequenceClassification": ElectraForSequenceClassification,
+    "MPNetModel": MPNetModel,
+    "MPNetForSequenceClassification": MPNetForSequenceClassification,
 }
 
 # The committed tiny models: every family, base and classifier
@@ -579,6 +732,11 @@ TINY = [
     ("electra-cls-gelunew", electra_config("ElectraForSequenceClassification", 120, 32, 64, 2, 4, 128, "gelu_new", 64), 17),
     ("electra-base-gelu", electra_config("ElectraModel", 120, 48, 48, 2, 4, 96, "gelu", 64), 14),
     ("camembert-cls-gelu", bert_config("CamembertForSequenceClassification", 130, 64, 2, 4, 128, "gelu", 64, 2, "camembert"), 17),
+    # MPNet: a relative position bias (32 buckets, exact below 8 and
+    # logarithmic above, so the 16-token batch meets both) added to every
+    # layer's scores before the mask.
+    ("mpnet-base-gelu", mpnet_config("MPNetModel", 140, 64, 2, 4, 128, "gelu", 64), 14),
+    ("mpnet-cls-gelunew", mpnet_config("MPNetForSequenceClassification", 140, 48, 2, 4, 96, "gelu_new", 64), 17),
 ]
 
 
@@ -659,7 +817,7 @@ def make_batch(c, seed, lengths):
     so [CLS]=2, [SEP]=3; RoBERTa <s>=0, <pad>=1, </s>=2."""
     rng = np.random.default_rng(seed)
     v, seq = c["vocab_size"], max(lengths)
-    roberta = family(c) in ("roberta", "xlm-roberta", "camembert")
+    roberta = family(c) in ("roberta", "xlm-roberta", "camembert", "mpnet")
     pad, cls, sep = (1, 0, 2) if roberta else (0, 2, 3)
     ids = np.full((len(lengths), seq), pad, dtype=np.int64)
     mask = np.zeros((len(lengths), seq), dtype=np.int64)

@@ -8,22 +8,30 @@ import (
 	"github.com/sqc-dev/sqc/internal/testmodels"
 )
 
-// TestElectraParameterCount: the size bound Validate applies counts
-// ELECTRA's narrower embedding tables and embeddings_project: the tiny
-// classifiers' counts are the ones PyTorch reports for them
-// (make_models.py prints sum(p.numel())).
-func TestElectraParameterCount(t *testing.T) {
-	for name, want := range map[string]int64{testmodels.TinyElectraCls: 79_362, testmodels.TinyElectraBase: 46_944} {
+// TestParameterCountMatchesPyTorch: the size bound Validate applies
+// counts ELECTRA's narrower embedding tables and embeddings_project and
+// MPNet's relative position bias (and no type table): the tiny models'
+// counts are the ones PyTorch reports for them (make_models.py prints
+// sum(p.numel())).
+func TestParameterCountMatchesPyTorch(t *testing.T) {
+	for name, want := range map[string]int64{
+		testmodels.TinyElectraCls: 79_362, testmodels.TinyElectraBase: 46_944,
+		testmodels.TinyMPNetCls: 50_482, testmodels.TinyMPNetBase: 84_544,
+	} {
 		cfg, err := LoadConfig(filepath.Join(testmodels.TinyDir(t, name), ConfigFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := cfg.parameterCount()
+		h := int64(cfg.HiddenSize)
 		if !cfg.IsClassifier() {
-			// parameterCount adds a pooler-sized dense layer and a head,
-			// which ElectraModel has not.
-			h := int64(cfg.HiddenSize)
-			got -= h*h + h + int64(len(cfg.Labels))*(h+1)
+			// parameterCount adds a pooler-sized dense layer and a
+			// head: the base models have no head, and ElectraModel no
+			// pooler either.
+			got -= int64(len(cfg.Labels)) * (h + 1)
+			if cfg.ModelType == ModelELECTRA {
+				got -= h*h + h
+			}
 		}
 		if got != want {
 			t.Errorf("%s: %d parameters, PyTorch counts %d", name, got, want)
