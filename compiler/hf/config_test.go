@@ -75,6 +75,7 @@ func TestPresets(t *testing.T) {
 		"bert-large":      335_143_938,
 		"bert-mini":       11_171_074, // sst2-bert-mini's count in models/README.md
 		"distilbert-base": 66_955_010,
+		"mpnet-base":      109_488_002, // all-mpnet-base-v2's 109,486,464 less its pooler, plus a 2-label head
 	}
 	for _, name := range PresetNames() {
 		c, err := Preset(name)

@@ -34,6 +34,12 @@ var presets = map[string]Config{
 	"roberta-base": robertaPreset(ModelRoBERTa, ArchRobertaForSequence, 50265),
 	// xlm-roberta-base
 	"xlm-roberta-base": robertaPreset(ModelXLMRoBERTa, ArchXLMRobertaForSequence, 250002),
+	// sentence-transformers/all-mpnet-base-v2 (microsoft/mpnet-base's shape)
+	"mpnet-base": {
+		ModelType: ModelMPNet, Architecture: ArchMPNetForSequence,
+		VocabSize: 30527, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 514, PadTokenID: mpnetPaddingIdx, RelativeBuckets: 32, HiddenAct: ActGELU, LayerNormEps: 1e-5,
+	},
 }
 
 // robertaPreset is the 12 x 768 shape roberta-base and xlm-roberta-base
