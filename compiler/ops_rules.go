@@ -307,14 +307,17 @@ func foldOr(x []SymInt) SymInt {
 	return symUnknown()
 }
 
-// foldMax folds the maximum of known values.
-func foldMax(x []SymInt) SymInt {
+// foldMax folds the maximum of known values, foldMin the minimum.
+func foldMax(x []SymInt) SymInt { return foldExtremum(x, func(a, b int64) int64 { return max(a, b) }) }
+func foldMin(x []SymInt) SymInt { return foldExtremum(x, func(a, b int64) int64 { return min(a, b) }) }
+
+func foldExtremum(x []SymInt, pick func(a, b int64) int64) SymInt {
 	m := x[0]
 	for _, v := range x[1:] {
 		if !m.IsConst() || !v.IsConst() {
 			return symUnknown()
 		}
-		m.Val = max(m.Val, v.Val)
+		m.Val = pick(m.Val, v.Val)
 	}
 	if !m.IsConst() {
 		return symUnknown()
@@ -327,20 +330,6 @@ func foldNot(x []SymInt) SymInt {
 		return boolSym(x[0].Val == 0)
 	}
 	return symUnknown()
-}
-
-func foldMin(x []SymInt) SymInt {
-	m := x[0]
-	for _, v := range x[1:] {
-		if !m.IsConst() || !v.IsConst() {
-			return symUnknown()
-		}
-		m.Val = min(m.Val, v.Val)
-	}
-	if !m.IsConst() {
-		return symUnknown()
-	}
-	return m
 }
 
 // foldAbs folds |x| where no dtype's most negative value (which Abs

@@ -35,14 +35,26 @@ func geluGraphOf(consts, body string) string {
 }`
 }
 
-func TestFuseGeluErfForms(t *testing.T) {
-	forms := map[string]string{
-		// torch.onnx's nn.GELU(): Div Erf Add Mul(x, .) Mul(., 0.5)
-		"torch": `  %a = Div(%x, %sqrt2)
+// torchGeluErf is torch.onnx's nn.GELU(): Div Erf Add Mul(x, .) Mul(., 0.5).
+const torchGeluErf = `  %a = Div(%x, %sqrt2)
   %e = Erf(%a)
   %f = Add(%e, %one)
   %m = Mul(%x, %f)
-  %y = Mul(%m, %half)`,
+  %y = Mul(%m, %half)`
+
+// geluTanhBody is the tanh form with x^3 as Pow(x, 3).
+const geluTanhBody = `  %cube = Pow(%x, %three)
+  %cc = Mul(%c, %cube)
+  %inner = Add(%x, %cc)
+  %sc = Mul(%inner, %k)
+  %th = Tanh(%sc)
+  %f = Add(%th, %one)
+  %h = Mul(%half, %x)
+  %y = Mul(%h, %f)`
+
+func TestFuseGeluErfForms(t *testing.T) {
+	forms := map[string]string{
+		"torch": torchGeluErf,
 		// HF's x * 0.5 * (1.0 + erf(x / sqrt(2.0))), multiply by 1/sqrt2
 		"half-first": `  %a = Mul(%x, %invsqrt2)
   %e = Erf(%a)
@@ -67,14 +79,7 @@ func TestFuseGeluErfForms(t *testing.T) {
 }
 
 func TestFuseGeluTanhForm(t *testing.T) {
-	g := parseGraph(t, geluGraph(`  %cube = Pow(%x, %three)
-  %cc = Mul(%c, %cube)
-  %inner = Add(%x, %cc)
-  %sc = Mul(%inner, %k)
-  %th = Tanh(%sc)
-  %f = Add(%th, %one)
-  %h = Mul(%half, %x)
-  %y = Mul(%h, %f)`))
+	g := parseGraph(t, geluGraph(geluTanhBody))
 	after := applyPass(t, g, FuseGelu)
 	wantOps(t, after, map[string]int{opGelu: 1})
 	for _, n := range after.Nodes {
@@ -121,20 +126,7 @@ func TestFuseGeluRejectsNearMisses(t *testing.T) {
 // a constant off by as much but not float16's rounding (1.4140, or the
 // next float16 above sqrt(2)) does not.
 func TestFuseGeluFloat16Constants(t *testing.T) {
-	erf := `  %a = Div(%x, %sqrt2)
-  %e = Erf(%a)
-  %f = Add(%e, %one)
-  %m = Mul(%x, %f)
-  %y = Mul(%m, %half)`
-	tanh := `  %cube = Pow(%x, %three)
-  %cc = Mul(%c, %cube)
-  %inner = Add(%x, %cc)
-  %sc = Mul(%inner, %k)
-  %th = Tanh(%sc)
-  %f = Add(%th, %one)
-  %h = Mul(%half, %x)
-  %y = Mul(%h, %f)`
-	for name, body := range map[string]string{"erf": erf, "tanh": tanh} {
+	for name, body := range map[string]string{"erf": torchGeluErf, "tanh": geluTanhBody} {
 		t.Run(name, func(t *testing.T) {
 			g := parseGraph(t, geluGraphOf(geluConsts16, body))
 			after := applyPass(t, g, FuseGelu, EliminateDeadNodes)
@@ -144,7 +136,7 @@ func TestFuseGeluFloat16Constants(t *testing.T) {
 	}
 	for _, sqrt2 := range []string{"1.4140", "1.4150391"} {
 		consts := strings.Replace(geluConsts16, "1.4140625", sqrt2, 1)
-		g := parseGraph(t, geluGraphOf(consts, erf))
+		g := parseGraph(t, geluGraphOf(consts, torchGeluErf))
 		if runPasses(t, g, FuseGelu) {
 			t.Errorf("fused x / %s as GELU's x / sqrt(2)", sqrt2)
 		}

@@ -23,17 +23,7 @@ func buildMPNet(b *builder, prefix string, pooled bool) {
 	for l := range b.cfg.NumLayers {
 		x = b.mpnetLayer(prefix+"encoder.layer."+strconv.Itoa(l), x, posBias, maskBias, h, inter)
 	}
-	if !b.cfg.IsClassifier() {
-		x = b.Rename(x, outLastHidden)
-		if pooled {
-			b.Rename(b.bertPooler(prefix+"pooler", x, h), outPooler)
-		}
-		return
-	}
-	// MPNetClassificationHead is RobertaClassificationHead.
-	first := b.firstToken(x, "classifier")
-	dense := b.Op("Tanh", "classifier/Tanh", b.gemm(first, "classifier.dense", h, h))
-	b.Rename(b.gemm(dense, "classifier.out_proj", h, len(b.cfg.Labels)), outLogits)
+	b.robertaOutputs(x, prefix, pooled) // MPNetClassificationHead is RobertaClassificationHead
 }
 
 // mpnetEmbeddings is MPNetEmbeddings: word + position embeddings, then

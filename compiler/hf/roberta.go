@@ -20,6 +20,15 @@ func buildRoBERTa(b *builder, prefix string, pooled bool) {
 	for l := range b.cfg.NumLayers {
 		x = b.bertLayer(prefix+"encoder.layer."+strconv.Itoa(l), x, maskBias, h, inter)
 	}
+	b.robertaOutputs(x, prefix, pooled)
+}
+
+// robertaOutputs ends the RoBERTa family's models (and MPNet's) on the
+// encoder's output x: the base model's last_hidden_state (and its pooler,
+// if pooled), or RobertaClassificationHead: features[:, 0] -> (dropout)
+// -> dense -> tanh -> (dropout) -> out_proj, with no pooler before it.
+func (b *builder) robertaOutputs(x, prefix string, pooled bool) {
+	h := b.cfg.HiddenSize
 	if !b.cfg.IsClassifier() {
 		x = b.Rename(x, outLastHidden)
 		if pooled {
@@ -27,8 +36,6 @@ func buildRoBERTa(b *builder, prefix string, pooled bool) {
 		}
 		return
 	}
-	// RobertaClassificationHead: features[:, 0] -> (dropout) -> dense ->
-	// tanh -> (dropout) -> out_proj. The encoder has no pooler here.
 	first := b.firstToken(x, "classifier")
 	dense := b.Op("Tanh", "classifier/Tanh", b.gemm(first, "classifier.dense", h, h))
 	b.Rename(b.gemm(dense, "classifier.out_proj", h, len(b.cfg.Labels)), outLogits)

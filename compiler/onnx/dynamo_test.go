@@ -440,7 +440,7 @@ func sharedDynamoBERT(t *testing.T, form dynamoForm) (dir string, model []byte) 
 // sqc.AttentionMask, fused GELUs, LayerNorms, Linears and embeddings.
 // SQC_DYNAMO_MODEL_OUT=dir saves each form there (to run in ONNX Runtime).
 func TestDynamoBERTMatchesReference(t *testing.T) {
-	torchOps := map[string]map[string]int{} // by model directory
+	torchOps := torchCanonicalOps{}
 	for _, form := range dynamoForms {
 		t.Run(form.String(), func(t *testing.T) {
 			dir, data := sharedDynamoBERT(t, form)
@@ -457,18 +457,27 @@ func TestDynamoBERTMatchesReference(t *testing.T) {
 				t.Fatalf("graph does not verify: %v", err)
 			}
 			wantInterpMatchesReference(t, g, dir, 32)
-			if torchOps[dir] == nil {
-				torch, err := Load(filepath.Join(dir, "model.onnx"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				torchOps[dir] = canonicalOps(t, torch)
-			}
-			if ops := canonicalOps(t, g); !maps.Equal(ops, torchOps[dir]) {
-				t.Errorf("canonical ops differ from the TorchScript export's:\ndynamo %v\ntorch  %v", ops, torchOps[dir])
+			if ops, want := canonicalOps(t, g), torchOps.of(t, dir); !maps.Equal(ops, want) {
+				t.Errorf("canonical ops differ from the TorchScript export's:\ndynamo %v\ntorch  %v", ops, want)
 			}
 		})
 	}
+}
+
+// torchCanonicalOps memoises, by shared model directory, the canonical
+// ops of the model's TorchScript export (model.onnx).
+type torchCanonicalOps map[string]map[string]int
+
+func (c torchCanonicalOps) of(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	if c[dir] == nil {
+		torch, err := Load(filepath.Join(dir, "model.onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c[dir] = canonicalOps(t, torch)
+	}
+	return c[dir]
 }
 
 // canonicalOps runs sqc's FP32 pipeline on g and counts its ops.

@@ -367,7 +367,7 @@ func float16Models(t *testing.T, f float16Form) (dir string, fp16, twin []byte) 
 // float32 file. Against PyTorch's float32 logits they differ only by the
 // weights' rounding to float16. SQC_FLOAT16_MODEL_OUT=dir saves each form.
 func TestFloat16BERT(t *testing.T) {
-	torchOps := map[string]map[string]int{}
+	torchOps := torchCanonicalOps{}
 	for _, f := range float16Forms {
 		t.Run(f.name, func(t *testing.T) {
 			dir, fp16, twin := float16Models(t, f)
@@ -404,15 +404,8 @@ func TestFloat16BERT(t *testing.T) {
 			if !(d <= float16SQCTolerance) {
 				t.Errorf("max |logit - PyTorch float32| = %.3g, want <= %g", d, float16SQCTolerance)
 			}
-			if torchOps[dir] == nil {
-				torch, err := Load(filepath.Join(dir, "model.onnx"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				torchOps[dir] = canonicalOps(t, torch)
-			}
-			if ops := canonicalOps(t, g); !maps.Equal(ops, torchOps[dir]) {
-				t.Errorf("canonical ops differ from the float32 TorchScript export's:\nfloat16 %v\nfloat32 %v", ops, torchOps[dir])
+			if ops, want := canonicalOps(t, g), torchOps.of(t, dir); !maps.Equal(ops, want) {
+				t.Errorf("canonical ops differ from the float32 TorchScript export's:\nfloat16 %v\nfloat32 %v", ops, want)
 			}
 		})
 	}
