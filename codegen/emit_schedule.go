@@ -228,12 +228,21 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		dims := maps.Clone(packed)
 		dims[jen.Id("Batch")], dims[jen.Id("SeqQ")], dims[jen.Id("SeqK")] = jen.Id("batch"), jen.Id("seq"), jen.Id("seq")
-		if s.Mask != exec.NoSlot {
-			strides, err := pl.maskStrides(pl.slots[s.Mask], s.Heads)
+		for _, addend := range []struct {
+			id     exec.SlotID
+			fields [3]string
+		}{
+			{s.Mask, [3]string{"MaskBatchStride", "MaskHeadStride", "MaskRowStride"}},
+			{s.Bias, [3]string{"BiasBatchStride", "BiasHeadStride", "BiasRowStride"}},
+		} {
+			if addend.id == exec.NoSlot {
+				continue
+			}
+			strides, err := pl.maskStrides(pl.slots[addend.id], s.Heads)
 			if err != nil {
 				return nil, err
 			}
-			for i, name := range []string{"MaskBatchStride", "MaskHeadStride", "MaskRowStride"} {
+			for i, name := range addend.fields {
 				if strides[i] != (extent{}) {
 					dims[jen.Id(name)] = extentCode(strides[i])
 				}
@@ -241,7 +250,9 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		// nn.Attention or nn.AttentionInt8 (the latter on the GEMM engine's
 		// kernels; nn.AttentionInt8U8 writing u8, with the quantisation's
-		// parameters last), and their packed forms.
+		// parameters last), and their packed forms; with a bias, their
+		// Biased forms, which take it after the mask (and have no packed
+		// form: exec does not pack such a schedule).
 		name := strings.TrimPrefix(s.Call(), "nn.")
 		var trailing []jen.Code
 		if s.OutKp > 0 {
@@ -253,8 +264,12 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			}
 			return []jen.Code{jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn")}
 		}
-		call := jen.Qual(pkgNN, name).Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg, vArg, sc(s.Mask),
-			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims)}, trailing)...)
+		addends := []jen.Code{sc(s.Mask)}
+		if s.Bias != exec.NoSlot {
+			addends = append(addends, sc(s.Bias))
+		}
+		call := jen.Qual(pkgNN, name).Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg, vArg}, addends,
+			[]jen.Code{jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims)}, trailing)...)
 		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, name+"Packed").Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
 			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets")}, trailing)...)), nil
 	case *exec.AttentionMaskStep:

@@ -54,8 +54,11 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 		pl.maxHeadDim = max(pl.maxHeadDim, width/s.Heads)
 		pl.int8Attention = pl.int8Attention || s.Int8
-		if s.Mask != exec.NoSlot {
-			if _, err := pl.maskStrides(pl.slots[s.Mask], s.Heads); err != nil {
+		for _, id := range []exec.SlotID{s.Mask, s.Bias} {
+			if id == exec.NoSlot {
+				continue
+			}
+			if _, err := pl.maskStrides(pl.slots[id], s.Heads); err != nil {
 				return fmt.Errorf("codegen: step #%d (node %q): %w", i, s.Node, err)
 			}
 		}
@@ -103,9 +106,10 @@ func (pl *plan) layerNorm(s *exec.LayerNormStep) {
 	}
 }
 
-// maskStrides are nn.AttentionDims' mask strides for a mask of the given
-// slot broadcast to [batch, heads, seq, seq] with keys contiguous, as
-// exec computes them at run time from the mask's shape.
+// maskStrides are nn.AttentionDims' mask (or bias) strides for an
+// additive term of the scores of the given slot broadcast to [batch,
+// heads, seq, seq] with keys contiguous, as exec computes them at run time
+// from its shape.
 func (pl *plan) maskStrides(m *slotPlan, heads int) ([3]extent, error) {
 	var strides [3]extent
 	shape := m.shape

@@ -51,22 +51,24 @@ func attentionMaskShape(a *InferArgs) ([]Inferred, error) {
 	return one(Shape{m[0], {Size: 1}, {Size: 1}, m[1]}), nil
 }
 
-// attentionOp: sqc.Attention(q, k, v[, mask]) {heads, scale}, or, with
-// qkv_packed = 1, sqc.Attention(qkv, _, _[, mask]): the form FuseQKV makes
-// when one QLinear computes Q, K and V side by side.
+// attentionOp: sqc.Attention(q, k, v[, mask[, bias]]) {heads, scale}, or,
+// with qkv_packed = 1, sqc.Attention(qkv, _, _[, mask[, bias]]): the form
+// FuseQKV makes when one QLinear computes Q, K and V side by side.
 func attentionOp() *OpDef {
 	return &OpDef{
 		Name: "sqc.Attention", Domain: DomainSqc,
 		Doc: "Multi-head scaled dot-product attention on unsplit heads: Q [batch, sq, heads*d], K and V [batch, sk, heads*d], optional additive " +
 			"Mask broadcastable to [batch, heads, sq, sk]; Y[b, i, h*d+e] = sum_j P[b,h,i,j] * V[b, j, h*d+e] with " +
 			"P[b,h,i,:] = softmax_j(scale * sum_c Q[b,i,h*d+c] * K[b,j,h*d+c] + Mask[b,h,i,j]); Y is [batch, sq, heads*d]. " +
+			"An optional Bias (input 4, MPNet's relative position bias) broadcastable likewise is added to the mask first: " +
+			"Mask[b,h,i,j] above is float32(Bias[b,h,i,j] + Mask[b,h,i,j]) (Mask 0 where input 3 is omitted). " +
 			"With qkv_packed = 1, input 0 is QKV [batch, seq, 3*heads*d] holding Q, K and V in columns [0, W), [W, 2W) and [2W, 3W) " +
 			"(W = heads*d), inputs 1 and 2 are omitted, and Y is [batch, seq, W]. " +
 			"With int8 = 1 (set by QuantizeAttention), Q·K^T and P·V are u8 x s8 GEMMs with dynamic scales (K per key, Q per query, " +
 			"V per channel over the keys the mask leaves, P = roundEven(255 * e / max e) per row): runtime/nn.AttentionInt8 defines the bits. " +
 			"With int8 = 1 and out_scale s, out_zero_point z (passes.WriteU8Directly), Y is u8, " +
 			"clamp(roundEven(clamp(Y*(1/s), ±65536)) + z, 0, 255): sqc.Quantize's codes of the f32 Y, written by the P·V epilogue.",
-		MinInputs: 1, MaxInputs: 4, MinOutputs: 1, MaxOutputs: 1,
+		MinInputs: 1, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "heads", Kind: AttrInt, Required: true},
 			{Name: "scale", Kind: AttrFloat, Required: true},
@@ -76,7 +78,7 @@ func attentionOp() *OpDef {
 			{Name: "out_zero_point", Kind: AttrInt},
 		},
 		// Y is u8 when the node writes it quantised (U8Output).
-		DTypes: DTypeRule{In: []string{"T", "T", "T", "T"}, Out: []string{"attr"}, OutFromAttr: u8OutputDType(Undefined), AttrElse: "T",
+		DTypes: DTypeRule{In: []string{"T", "T", "T", "T", "T"}, Out: []string{"attr"}, OutFromAttr: u8OutputDType(Undefined), AttrElse: "T",
 			Vars: map[string][]DType{"T": floatTypes()}},
 		Shape: attentionShape,
 		Check: attentionCheck,

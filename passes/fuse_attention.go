@@ -1,10 +1,6 @@
 package passes
 
-import (
-	"slices"
-
-	"github.com/sqc-dev/sqc/compiler"
-)
+import "github.com/sqc-dev/sqc/compiler"
 
 // FuseAttention replaces multi-head self-attention written out as torch
 // exports it by one sqc.Attention(q, k, v[, mask]) {heads, scale}:
@@ -25,12 +21,12 @@ import (
 // broadcast to [batch, heads, seq, seq] without widening the scores.
 //
 // MPNet adds a relative position bias before the mask, (S + bias) + mask,
-// with the mask an sqc.AttentionMask: the two addends become one,
-// S + (bias + mask), one Add per (bias, mask) pair shared by the layers.
-// That sums to the same bits for every key the mask keeps (mask 0 there)
-// and leaves the others a softmax weight of exactly zero either way,
-// which the mask's fill guarantees (compiler.MaxZeroingMaskFill; a higher
-// fill, or a mask of any other kind, leaves the attention unfused).
+// with the mask an sqc.AttentionMask: the bias becomes the attention's
+// input 4, which it adds to the mask first, S + (bias + mask). That sums
+// to the same bits for every key the mask keeps (mask 0 there) and leaves
+// the others a softmax weight of exactly zero either way, which the mask's
+// fill guarantees (compiler.MaxZeroingMaskFill; a higher fill, or a mask
+// of any other kind, leaves the attention unfused).
 //
 // onnxscript writes SDPA with a boolean mask with a guard after the
 // Softmax, Where(IsNaN(P), 0, P), which FuseAttention drops: P is NaN only
@@ -48,8 +44,6 @@ func fuseAttention(g *compiler.Graph) (bool, error) {
 	ix := newIndex(g)
 	nm := g.Namer()
 	repl := map[*compiler.Node]*compiler.Node{}
-	biased := map[[2]string]string{} // (bias, mask) -> their sum
-	var sums []*compiler.Node        // the sums, inserted after their operands
 	for _, n := range g.Nodes {
 		cur.n = n
 		if n.Op != "Softmax" {
@@ -60,18 +54,11 @@ func fuseAttention(g *compiler.Graph) (bool, error) {
 			continue
 		}
 		inputs := []string{m.q, m.k, m.v}
-		if m.bias != "" {
-			key := [2]string{m.bias, m.mask}
-			if biased[key] == "" {
-				sum := &compiler.Node{Name: nm.Fresh(m.sink.Name + "/bias_and_mask"), Op: "Add", Inputs: []string{m.bias, m.mask}, Attrs: map[string]compiler.Attr{}}
-				sum.Outputs = []string{nm.Fresh(sum.Name)}
-				biased[key] = sum.Outputs[0]
-				sums = append(sums, sum)
-			}
-			m.mask = biased[key]
-		}
 		if m.mask != "" {
 			inputs = append(inputs, m.mask)
+		}
+		if m.bias != "" { // splitBiasAndMask found a mask too
+			inputs = append(inputs, m.bias)
 		}
 		repl[m.sink] = &compiler.Node{
 			Name:    nm.Fresh(m.sink.Name + "/Attention"),
@@ -85,27 +72,10 @@ func fuseAttention(g *compiler.Graph) (bool, error) {
 		}
 	}
 	replaceNodes(g, repl)
-	for _, s := range sums {
-		insertAfterInputs(g, s)
-	}
 	if len(repl) > 0 {
 		removeDead(g)
 	}
 	return len(repl) > 0, nil
-}
-
-// insertAfterInputs puts n into g.Nodes right after the last producer of
-// its inputs (first when none has one), which keeps topological order.
-func insertAfterInputs(g *compiler.Graph, n *compiler.Node) {
-	at := 0
-	for i, p := range g.Nodes {
-		for _, out := range p.Outputs {
-			if slices.Contains(n.Inputs, out) {
-				at = i + 1
-			}
-		}
-	}
-	g.Nodes = slices.Insert(g.Nodes, at, n)
 }
 
 type attentionMatch struct {

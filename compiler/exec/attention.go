@@ -21,7 +21,7 @@ func (l *lowering) attention(n *compiler.Node) bool {
 		return false
 	}
 	s := &AttentionStep{
-		node: node{n.Name}, Q: l.slot(n.Inputs[0]), K: NoSlot, V: NoSlot, Mask: NoSlot,
+		node: node{n.Name}, Q: l.slot(n.Inputs[0]), K: NoSlot, V: NoSlot, Mask: NoSlot, Bias: NoSlot,
 		Heads: int(n.AttrInt("heads", 1)), Scale: n.AttrFloat("scale", 1), Int8: compiler.AttentionInt8(n),
 	}
 	if compiler.AttentionPacked(n) {
@@ -31,6 +31,9 @@ func (l *lowering) attention(n *compiler.Node) bool {
 	}
 	if len(n.Inputs) > 3 && n.Inputs[3] != "" {
 		s.Mask = l.slot(n.Inputs[3])
+	}
+	if len(n.Inputs) > 4 && n.Inputs[4] != "" {
+		s.Bias = l.slot(n.Inputs[4])
 	}
 	s.Out = l.slot(n.Outputs[0])
 	if scale, zp, ok := compiler.U8Output(n); ok { // passes.WriteU8Directly

@@ -144,6 +144,9 @@ func planPacking(s *Schedule) packPlan {
 				if x.Mask == NoSlot || x.Mask != maskOut {
 					return no("%s: attends without the graph's attention mask", label())
 				}
+				if x.Bias != NoSlot {
+					return no("%s: adds a position bias to the scores (no packed form yet)", label())
+				}
 				tok[x.Out] = true
 			}
 		case *GatherStep:

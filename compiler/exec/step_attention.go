@@ -10,7 +10,9 @@ import (
 
 // AttentionStep is nn.Attention of Q, K, V ([batch, seq, Heads*d]) with the
 // optional additive Mask (broadcast to [batch, Heads, seqQ, seqK], keys
-// contiguous) into Out. When Packed (sqc.Attention's qkv_packed), Q is one
+// contiguous) into Out; with a Bias (sqc.Attention's input 4, broadcast
+// likewise), nn.AttentionBiased and its INT8 forms, which add it to the
+// mask first. When Packed (sqc.Attention's qkv_packed), Q is one
 // [batch, seq, 3*Heads*d] buffer holding Q, K and V side by side, K and V
 // are NoSlot, and the kernel reads K and V at column offsets W and 2W of
 // Q's rows (row stride 3W; see PackedLayout). When Int8 (sqc.Attention's
@@ -21,6 +23,7 @@ import (
 type AttentionStep struct {
 	node
 	Q, K, V, Mask SlotID
+	Bias          SlotID // NoSlot: none
 	Packed        bool
 	Int8          bool
 	Heads         int
@@ -42,13 +45,17 @@ type AttentionMaskStep struct {
 }
 
 func (s *AttentionStep) Call() string {
+	biased := ""
+	if s.Bias != NoSlot {
+		biased = "Biased"
+	}
 	switch {
 	case s.OutKp > 0:
-		return "nn.AttentionInt8U8"
+		return "nn.AttentionInt8U8" + biased
 	case s.Int8:
-		return "nn.AttentionInt8"
+		return "nn.AttentionInt8" + biased
 	}
-	return "nn.Attention"
+	return "nn.Attention" + biased
 }
 func (s *AttentionMaskStep) Call() string { return "nn.AttentionMask" }
 
@@ -63,8 +70,12 @@ func (s *AttentionStep) Describe(sl []*Slot) string {
 	if s.OutKp > 0 {
 		packed += fmt.Sprintf(", out=u8 Kp=%d inv_scale=%g zero_point=%d", s.OutKp, s.OutInvScale, s.OutZeroPoint)
 	}
+	operands := []SlotID{s.Q, s.K, s.V, s.Mask}
+	if s.Bias != NoSlot {
+		operands = append(operands, s.Bias)
+	}
 	return fmt.Sprintf("%s = %s(%s; heads=%d, scale=%g%s)", slotName(sl, s.Out), s.Call(),
-		slotNames(sl, s.Q, s.K, s.V, s.Mask), s.Heads, s.Scale, packed)
+		slotNames(sl, operands...), s.Heads, s.Scale, packed)
 }
 
 func (s *AttentionMaskStep) Describe(sl []*Slot) string {
@@ -100,21 +111,34 @@ func (s *AttentionStep) run(p *Program) error {
 // Out of the given shape.
 func (s *AttentionStep) attend(p *Program, q, k, v []float32, outShape []int64) error {
 	d := &s.dims
-	var mask []float32
+	var mask, bias []float32
 	if s.Mask != NoSlot {
 		m := p.bufs[s.Mask]
-		if err := maskStrides(m, d); err != nil {
+		if err := addendStrides(m, d, "mask", &d.MaskBatchStride, &d.MaskHeadStride, &d.MaskRowStride); err != nil {
 			return err
 		}
 		mask = m.F32
 	}
+	if s.Bias != NoSlot {
+		b := p.bufs[s.Bias]
+		if err := addendStrides(b, d, "bias", &d.BiasBatchStride, &d.BiasHeadStride, &d.BiasRowStride); err != nil {
+			return err
+		}
+		bias = b.F32
+	}
 	out := s.resizeOut(p, outShape)
 	p.scratch = grow(p.scratch, s.scratchLen(p, d.SeqK))
 	switch {
+	case s.OutKp > 0 && bias != nil:
+		nn.AttentionInt8U8Biased(p.pool, p.engine, p.scratch, out.U8, q, k, v, mask, bias, d, s.OutInvScale, s.OutZeroPoint)
 	case s.OutKp > 0:
 		nn.AttentionInt8U8(p.pool, p.engine, p.scratch, out.U8, q, k, v, mask, d, s.OutInvScale, s.OutZeroPoint)
+	case s.Int8 && bias != nil:
+		nn.AttentionInt8Biased(p.pool, p.engine, p.scratch, out.F32, q, k, v, mask, bias, d)
 	case s.Int8:
 		nn.AttentionInt8(p.pool, p.engine, p.scratch, out.F32, q, k, v, mask, d)
+	case bias != nil:
+		nn.AttentionBiased(p.pool, p.scratch, out.F32, q, k, v, mask, bias, d)
 	default:
 		nn.Attention(p.pool, p.scratch, out.F32, q, k, v, mask, d)
 	}
@@ -151,12 +175,13 @@ func (s *AttentionStep) scratchLen(p *Program, keys int) int {
 	return nn.AttentionScratchLen(p.pool.Workers(), keys, s.dims.HeadDim)
 }
 
-// maskStrides sets d's mask strides for mask m, which must broadcast to
-// [batch, heads, seqQ, seqK] with its last dim seqK.
-func maskStrides(m *compiler.Tensor, d *nn.AttentionDims) error {
+// addendStrides sets the batch, head and row strides of an additive term
+// of the scores (the mask or the bias, named what), m, which must
+// broadcast to [batch, heads, seqQ, seqK] with its last dim seqK.
+func addendStrides(m *compiler.Tensor, d *nn.AttentionDims, what string, batch, head, row *int) error {
 	full := [4]int64{int64(d.Batch), int64(d.Heads), int64(d.SeqQ), int64(d.SeqK)}
 	bad := func() error { // built only on failure: Run allocates nothing otherwise
-		return fmt.Errorf("%w: Attention mask %s%v does not broadcast to scores %v with keys contiguous", compiler.ErrShapeMismatch, m.DType, m.Shape, full)
+		return fmt.Errorf("%w: Attention %s %s%v does not broadcast to scores %v with keys contiguous", compiler.ErrShapeMismatch, what, m.DType, m.Shape, full)
 	}
 	r := len(m.Shape)
 	if m.DType != compiler.Float32 || r == 0 || r > 4 || m.Shape[r-1] != full[3] {
@@ -178,7 +203,7 @@ func maskStrides(m *compiler.Tensor, d *nn.AttentionDims) error {
 		}
 		stride *= int(m.Shape[j])
 	}
-	d.MaskBatchStride, d.MaskHeadStride, d.MaskRowStride = strides[0], strides[1], strides[2]
+	*batch, *head, *row = strides[0], strides[1], strides[2]
 	return nil
 }
 
@@ -194,7 +219,7 @@ func (s *AttentionMaskStep) run(p *Program) error {
 }
 
 func (s *AttentionStep) Operands() Operands {
-	return operands(reads(s.Q, s.K, s.V, s.Mask), s.Out)
+	return operands(reads(s.Q, s.K, s.V, s.Mask, s.Bias), s.Out)
 }
 
 func (s *AttentionMaskStep) Operands() Operands { return operands(reads(s.Mask), s.Out) }

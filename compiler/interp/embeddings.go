@@ -13,7 +13,7 @@ import (
 // padding_idx, RoBERTa's Equal/Not/Cast/CumSum/Mul/Add chain — so fusing
 // the chain changes no bits.
 func init() {
-	sqcKernels["sqc.Embeddings"] = kernelSpec{embeddings, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 1}}
+	sqcKernels["sqc.Embeddings"] = sqcKernel("sqc.Embeddings", embeddings)
 }
 
 func embeddings(c *call) ([]*compiler.Tensor, error) {

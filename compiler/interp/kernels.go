@@ -40,8 +40,19 @@ type kernelSpec struct {
 
 // sqcKernels are the kernels of sqc's own ops that runtime/ops does not
 // have: the fused ops the passes introduce. The files defining them add
-// them at package initialisation, before anything reads the table.
+// them at package initialisation (sqcKernel), before anything reads the
+// table.
 var sqcKernels = map[string]kernelSpec{}
+
+// sqcKernel is op's kernel fn with the arity of op's definition in the op
+// table, the one place that states it.
+func sqcKernel(op string, fn kernelFunc) kernelSpec {
+	def, ok := compiler.LookupOp(op)
+	if !ok {
+		panic("interp: " + op + " is not in the op table") // a programming error, found by every test run
+	}
+	return kernelSpec{fn, ops.Arity{MinIn: def.MinInputs, MaxIn: def.MaxInputs, MaxOut: def.MaxOutputs}}
+}
 
 // genericAliases name the runtime/ops kernel an sqc op of the same
 // meaning runs on.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/runtime/nn"
-	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // sqc.LayerNormDual (compiler/ops_sqc_layernorm.go) is two
@@ -13,8 +12,8 @@ import (
 // computed by the LayerNormalization kernel with its own scale and bias,
 // so merging the pair (passes.MergeSmoothedLayerNorms) changes no bits.
 func init() {
-	sqcKernels["sqc.LayerNormDual"] = kernelSpec{layerNormDual, ops.Arity{MinIn: 3, MaxIn: 5, MaxOut: 2}}
-	sqcKernels["sqc.LayerNorm"] = kernelSpec{layerNormU8, ops.Arity{MinIn: 2, MaxIn: 3, MaxOut: 2}}
+	sqcKernels["sqc.LayerNormDual"] = sqcKernel("sqc.LayerNormDual", layerNormDual)
+	sqcKernels["sqc.LayerNorm"] = sqcKernel("sqc.LayerNorm", layerNormU8)
 }
 
 // layerNormU8 is sqc.LayerNorm: the LayerNormalization kernel, then its

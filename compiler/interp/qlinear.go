@@ -18,8 +18,8 @@ import (
 // epilogue, must agree with it exactly. Not fake quantisation: the integer
 // product is the real one.
 func init() {
-	sqcKernels["sqc.QLinear"] = kernelSpec{qlinear, ops.Arity{MinIn: 3, MaxIn: 7, MaxOut: 1}}
-	sqcKernels["sqc.Quantize"] = kernelSpec{quantize, ops.Arity{MinIn: 1, MaxIn: 1, MaxOut: 3}}
+	sqcKernels["sqc.QLinear"] = sqcKernel("sqc.QLinear", qlinear)
+	sqcKernels["sqc.Quantize"] = sqcKernel("sqc.Quantize", quantize)
 }
 
 // quantize is sqc.Quantize: the quantisation qlinear applies to an f32

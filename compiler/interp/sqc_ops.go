@@ -16,8 +16,8 @@ import (
 // it, so the table is still only read afterwards. (sqc.Gelu and sqc.Linear
 // run on the generic Gelu and Linear kernels: genericAliases.)
 func init() {
-	sqcKernels["sqc.AttentionMask"] = kernelSpec{attentionMask, ops.Arity{MinIn: 1, MaxIn: 1, MaxOut: 1}}
-	sqcKernels["sqc.Attention"] = kernelSpec{attention, ops.Arity{MinIn: 1, MaxIn: 4, MaxOut: 1}}
+	sqcKernels["sqc.AttentionMask"] = sqcKernel("sqc.AttentionMask", attentionMask)
+	sqcKernels["sqc.Attention"] = sqcKernel("sqc.Attention", attention)
 }
 
 // attentionMask: Y[b, 0, 0, s] = (M[b, s] != 0) ? 0 : fill, float32
@@ -81,6 +81,17 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 	var mask *compiler.Tensor
 	if len(c.in) > 3 {
 		mask = c.in[3]
+	}
+	if len(c.in) > 4 && c.in[4] != nil { // the bias, added to the mask first
+		if mask == nil {
+			mask = c.in[4]
+		} else {
+			sum, err := (&ops.Node{Op: "Add"}).Eval([]*ops.Tensor{c.in[4], mask}, ops.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("Attention bias + mask: %w", err)
+			}
+			mask = sum[0]
+		}
 	}
 	if !ops.IsFloat(q.DType) || k.DType != q.DType || v.DType != q.DType || (mask != nil && mask.DType != q.DType) {
 		return nil, fmt.Errorf("%w: Attention inputs %s, %s, %s", compiler.ErrDTypeMismatch, q.DType, k.DType, v.DType)

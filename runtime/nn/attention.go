@@ -10,7 +10,10 @@ import "github.com/sqc-dev/sqc/runtime/pool"
 // The optional additive mask is broadcast to [Batch, Heads, SeqQ, SeqK]
 // with the given strides (0 for a broadcast dimension; keys are always
 // contiguous): a [batch, 1, 1, seq] mask has MaskBatchStride = seq and
-// zero head and row strides.
+// zero head and row strides. So is the optional bias of the *Biased
+// functions (MPNet's relative position bias, [1, heads, seq, seq]: zero
+// batch stride), which is added to the mask first: the scores' addend is
+// float32(Bias + Mask).
 type AttentionDims struct {
 	Batch, SeqQ, SeqK int
 	Heads, HeadDim    int
@@ -19,6 +22,7 @@ type AttentionDims struct {
 	QStride, KStride, VStride, OutStride int
 
 	MaskBatchStride, MaskHeadStride, MaskRowStride int
+	BiasBatchStride, BiasHeadStride, BiasRowStride int
 }
 
 // attnRows is the query block the kernels work on, one query row per
@@ -65,29 +69,36 @@ func attnScratchPerWorker(seqK, headDim int) int {
 // given, which is what lets the AVX-512 kernels (asmgen/nn) give the same
 // bits as the Go ones.
 func Attention(p *pool.Pool, scratch, out, q, k, v, mask []float32, d *AttentionDims) {
-	attention(active(), p, scratch, out, q, k, v, mask, d)
+	attention(active(), p, scratch, out, q, k, v, mask, nil, d)
 }
 
-func attention(kern *kernels, p *pool.Pool, scratch, out, q, k, v, mask []float32, d *AttentionDims) {
+// AttentionBiased is Attention with a bias added to the mask (see
+// AttentionDims): Mask[b, h, i, j] above is float32(Bias[b, h, i, j] +
+// Mask[b, h, i, j]), Mask 0 where mask is nil.
+func AttentionBiased(p *pool.Pool, scratch, out, q, k, v, mask, bias []float32, d *AttentionDims) {
+	attention(active(), p, scratch, out, q, k, v, mask, bias, d)
+}
+
+func attention(kern *kernels, p *pool.Pool, scratch, out, q, k, v, mask, bias []float32, d *AttentionDims) {
 	if d.SeqQ <= 0 || d.HeadDim <= 0 {
 		return
 	}
 	c := attentionCalls.get()
-	c.kern, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.d = kern, scratch, out, q, k, v, mask, *d
+	c.kern, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.bias, c.d = kern, scratch, out, q, k, v, mask, bias, *d
 	c.blocks = (d.SeqQ + attnTaskRows - 1) / attnTaskRows
 	c.per = attnScratchPerWorker(d.SeqK, d.HeadDim)
 	parallelFor(p, d.Batch*d.Heads*c.blocks, c.task)
-	c.scratch, c.out, c.q, c.k, c.v, c.mask = nil, nil, nil, nil, nil, nil // keep no caller memory alive
+	c.scratch, c.out, c.q, c.k, c.v, c.mask, c.bias = nil, nil, nil, nil, nil, nil, nil // keep no caller memory alive
 	attentionCalls.put(c)
 }
 
 // attentionCall is one Attention call's state (see calls.go).
 type attentionCall struct {
-	kern                        *kernels
-	scratch, out, q, k, v, mask []float32
-	d                           AttentionDims
-	blocks, per                 int // tasks per head, scratch per worker
-	task                        func(worker, t int)
+	kern                              *kernels
+	scratch, out, q, k, v, mask, bias []float32
+	d                                 AttentionDims
+	blocks, per                       int // tasks per head, scratch per worker
+	task                              func(worker, t int)
 }
 
 var attentionCalls = newRecycler(func() *attentionCall {
@@ -101,12 +112,12 @@ var attentionCalls = newRecycler(func() *attentionCall {
 func (c *attentionCall) block(worker, t int) {
 	d := &c.d
 	b, h, blk := t/(d.Heads*c.blocks), t/c.blocks%d.Heads, t%c.blocks
-	attentionBlock(c.kern, c.scratch[worker*c.per:(worker+1)*c.per], c.out, c.q, c.k, c.v, c.mask, d, b, h, blk*attnTaskRows)
+	attentionBlock(c.kern, c.scratch[worker*c.per:(worker+1)*c.per], c.out, c.q, c.k, c.v, c.mask, c.bias, d, b, h, blk*attnTaskRows)
 }
 
 // attentionBlock computes query rows i0 .. i0+31 (clipped) of head h of
 // sequence b: one 16-row block, or two sharing one pass over the keys.
-func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *AttentionDims, b, h, i0 int) {
+func attentionBlock(kern *kernels, scratch, out, q, k, v, mask, bias []float32, d *AttentionDims, b, h, i0 int) {
 	n := min(attnTaskRows, d.SeqQ-i0)
 	hd, sk := d.HeadDim, d.SeqK
 	type blockScratch struct {
@@ -149,14 +160,8 @@ func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *Att
 		r := i0 + i*attnRows
 		var m []float32
 		transposed := false
-		if mask != nil && sk > 0 {
-			base := b*d.MaskBatchStride + h*d.MaskHeadStride + r*d.MaskRowStride
-			if d.MaskRowStride == 0 {
-				m = mask[base : base+sk]
-			} else {
-				kern.attnTranspose(blk[i].maskT, mask[base:], d.MaskRowStride, min(attnRows, d.SeqQ-r), sk)
-				m, transposed = blk[i].maskT, true
-			}
+		if sk > 0 {
+			m, transposed = scoreAddend(kern, blk[i].maskT, mask, bias, d, b, h, r, min(attnRows, d.SeqQ-r))
 		}
 		kern.attnSoftmax(blk[i].sT, sk, d.Scale, m, transposed, blk[i].sums)
 	}
@@ -164,6 +169,35 @@ func attentionBlock(kern *kernels, scratch, out, q, k, v, mask []float32, d *Att
 		r := i0 + i*attnRows
 		kern.attnPV(out[(b*d.SeqQ+r)*d.OutStride+h*hd:], d.OutStride, min(attnRows, d.SeqQ-r), blk[i].sT, vb, d.VStride, sk, hd, blk[i].sums, acc)
 	}
+}
+
+// scoreAddend is what the softmax kernels add to the scores of query rows
+// r .. r+n-1 (1 <= n <= 16) of head h of sequence b: nil for nothing; the
+// mask's row itself when the mask is all there is and is broadcast over
+// rows; otherwise the rows transposed into maskT ([key][16], lanes past n
+// zero), holding float32(bias + mask) where there is a bias.
+func scoreAddend(kern *kernels, maskT, mask, bias []float32, d *AttentionDims, b, h, r, n int) (m []float32, transposed bool) {
+	sk := d.SeqK
+	mbase := b*d.MaskBatchStride + h*d.MaskHeadStride + r*d.MaskRowStride
+	switch {
+	case bias == nil && mask == nil:
+		return nil, false
+	case bias == nil && d.MaskRowStride == 0:
+		return mask[mbase : mbase+sk], false
+	case bias == nil:
+		kern.attnTranspose(maskT, mask[mbase:], d.MaskRowStride, n, sk)
+		return maskT, true
+	}
+	kern.attnTranspose(maskT, bias[b*d.BiasBatchStride+h*d.BiasHeadStride+r*d.BiasRowStride:], d.BiasRowStride, n, sk)
+	if mask != nil {
+		for j := range sk {
+			lanes := maskT[j*attnRows:][:n]
+			for i := range lanes {
+				lanes[i] += mask[mbase+i*d.MaskRowStride+j]
+			}
+		}
+	}
+	return maskT, true
 }
 
 // The Go kernels of attention. Blocks are 16 lanes wide whatever the

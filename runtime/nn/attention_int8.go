@@ -153,7 +153,14 @@ func (w *int8Worker) carve(s []float32, l int8Layout, seqK int) {
 // scratch must hold AttentionInt8ScratchLen(workers, d.SeqK, d.HeadDim)
 // values. p must be e's pool or nil.
 func AttentionInt8(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask []float32, d *AttentionDims) {
-	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, mask, d, nil)
+	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, mask, nil, d, nil)
+}
+
+// AttentionInt8Biased is AttentionInt8 with a bias added to the mask, as
+// AttentionBiased is Attention's; a key is live where float32(bias + mask)
+// is above -math.MaxFloat32 in some row.
+func AttentionInt8Biased(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask, bias []float32, d *AttentionDims) {
+	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, mask, bias, d, nil)
 }
 
 // AttentionInt8Packed is AttentionInt8 on a packed batch, as
@@ -162,7 +169,7 @@ func AttentionInt8(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, mask []
 // bits of each sequence are those of AttentionInt8 on it alone. scratch
 // must hold AttentionInt8ScratchLen(workers, longest sequence, d.HeadDim).
 func AttentionInt8Packed(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v []float32, d *AttentionDims, offsets []int) {
-	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, nil, d, offsets)
+	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, nil, nil, d, offsets)
 }
 
 // AttentionInt8U8 is AttentionInt8 writing the u8 codes of its output,
@@ -172,13 +179,19 @@ func AttentionInt8Packed(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v []
 // apart; the bytes of a row past its Heads*HeadDim codes are set to
 // QuantizeU8's padding (zeroPoint clamped to [0, 255]).
 func AttentionInt8U8(p *pool.Pool, e *qgemm.Engine, scratch []float32, out []uint8, q, k, v, mask []float32, d *AttentionDims, invScale float32, zeroPoint int32) {
-	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, mask, d, nil)
+	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, mask, nil, d, nil)
+}
+
+// AttentionInt8U8Biased is AttentionInt8U8 with a bias, as
+// AttentionInt8Biased is AttentionInt8's.
+func AttentionInt8U8Biased(p *pool.Pool, e *qgemm.Engine, scratch []float32, out []uint8, q, k, v, mask, bias []float32, d *AttentionDims, invScale float32, zeroPoint int32) {
+	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, mask, bias, d, nil)
 }
 
 // AttentionInt8U8Packed is AttentionInt8Packed writing u8 codes as
 // AttentionInt8U8 does.
 func AttentionInt8U8Packed(p *pool.Pool, e *qgemm.Engine, scratch []float32, out []uint8, q, k, v []float32, d *AttentionDims, offsets []int, invScale float32, zeroPoint int32) {
-	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, nil, d, offsets)
+	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, nil, nil, d, offsets)
 }
 
 // attnOut is where INT8 attention writes: float32 values (f32), or their
@@ -233,7 +246,7 @@ func (o attnOut) padRows(rows, width, stride int) {
 
 // attentionInt8 is AttentionInt8 (offsets nil) or AttentionInt8Packed
 // with the nn kernels kern, into out.
-func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch []float32, out attnOut, q, k, v, mask []float32, d *AttentionDims, offsets []int) {
+func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch []float32, out attnOut, q, k, v, mask, bias []float32, d *AttentionDims, offsets []int) {
 	if d.HeadDim <= 0 {
 		return
 	}
@@ -251,7 +264,7 @@ func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch []float
 		return
 	}
 	c := int8Calls.get()
-	c.kern, c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.d = kern, e, scratch, out, q, k, v, mask, *d
+	c.kern, c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.bias, c.d = kern, e, scratch, out, q, k, v, mask, bias, *d
 	c.offsets, c.lay = offsets, newInt8Layout(longest, d.HeadDim)
 	c.workers = growStats(c.workers, workers(p))
 	parallelFor(p, tasks, c.task)
@@ -261,15 +274,15 @@ func attentionInt8(kern *kernels, p *pool.Pool, e *qgemm.Engine, scratch []float
 
 // int8Call is one AttentionInt8 (or AttentionInt8Packed) call's state.
 type int8Call struct {
-	kern                   *kernels
-	e                      *qgemm.Engine
-	scratch, q, k, v, mask []float32
-	out                    attnOut
-	d                      AttentionDims
-	offsets                []int
-	lay                    int8Layout
-	workers                []int8Worker // indexed by worker id, reused across calls
-	task                   func(worker, t int)
+	kern                         *kernels
+	e                            *qgemm.Engine
+	scratch, q, k, v, mask, bias []float32
+	out                          attnOut
+	d                            AttentionDims
+	offsets                      []int
+	lay                          int8Layout
+	workers                      []int8Worker // indexed by worker id, reused across calls
+	task                         func(worker, t int)
 }
 
 var int8Calls = newRecycler(func() *int8Call {
@@ -279,7 +292,7 @@ var int8Calls = newRecycler(func() *int8Call {
 })
 
 func (c *int8Call) release() {
-	c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.offsets = nil, nil, attnOut{}, nil, nil, nil, nil, nil
+	c.e, c.scratch, c.out, c.q, c.k, c.v, c.mask, c.bias, c.offsets = nil, nil, attnOut{}, nil, nil, nil, nil, nil, nil
 	for i := range c.workers {
 		c.workers[i] = int8Worker{} // keep no scratch or caller memory alive
 	}
@@ -294,7 +307,7 @@ func (c *int8Call) head(worker, t int) {
 	w := &c.workers[worker]
 	if c.offsets == nil {
 		w.carveFor(s, c.lay, d.SeqK)
-		attnInt8Head(c.kern, c.e, w, c.out, c.q, c.k, c.v, c.mask, &d, b, h)
+		attnInt8Head(c.kern, c.e, w, c.out, c.q, c.k, c.v, c.mask, c.bias, &d, b, h)
 		return
 	}
 	off, l := c.offsets[b], c.offsets[b+1]-c.offsets[b]
@@ -303,11 +316,11 @@ func (c *int8Call) head(worker, t int) {
 	}
 	d.Batch, d.SeqQ, d.SeqK = 1, l, l
 	w.carveFor(s, c.lay, l)
-	attnInt8Head(c.kern, c.e, w, c.out.from(off*d.OutStride), c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, &d, 0, h)
+	attnInt8Head(c.kern, c.e, w, c.out.from(off*d.OutStride), c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, nil, &d, 0, h)
 }
 
 // attnInt8Head computes every query row of head h of sequence b.
-func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out attnOut, q, k, v, mask []float32, d *AttentionDims, b, h int) {
+func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out attnOut, q, k, v, mask, bias []float32, d *AttentionDims, b, h int) {
 	hd, sk := d.HeadDim, d.SeqK
 	if sk == 0 {
 		// No keys: as Attention, every output is 0/0.
@@ -318,7 +331,7 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out attnOut, q,
 	}
 	kb, vb := k[b*sk*d.KStride+h*hd:], v[b*sk*d.VStride+h*hd:]
 	quantizeRowsU8(kern, w.kU8, w.kp, kb, d.KStride, sk, hd, w.kScale, w.kZP)
-	live := liveKeys(w.live, mask, d, b, h)
+	live := liveKeys(w.live, mask, bias, d, b, h)
 	packValues(kern, w, vb, d.VStride, hd, live)
 
 	for r0 := 0; r0 < d.SeqQ; r0 += int8Chunk {
@@ -333,17 +346,7 @@ func attnInt8Head(kern *kernels, e *qgemm.Engine, w *int8Worker, out attnOut, q,
 		for blk := 0; blk*attnRows < rows; blk++ {
 			n := min(attnRows, rows-blk*attnRows)
 			r := r0 + blk*attnRows
-			var m []float32
-			transposed := false
-			if mask != nil {
-				base := b*d.MaskBatchStride + h*d.MaskHeadStride + r*d.MaskRowStride
-				if d.MaskRowStride == 0 {
-					m = mask[base : base+sk]
-				} else {
-					kern.attnTranspose(w.maskT, mask[base:], d.MaskRowStride, n, sk)
-					m, transposed = w.maskT, true
-				}
-			}
+			m, transposed := scoreAddend(kern, w.maskT, mask, bias, d, b, h, r, n)
 			if kern.attnSoftmaxS32 != nil {
 				// The block's lanes of no query (n < 16) have column sum 0
 				// and scale 1 (packQueries): defined, never stored.
@@ -418,24 +421,31 @@ func (w *int8Worker) qPackS8() []int8 {
 }
 
 // liveKeys returns how many keys of head h of sequence b some query row
-// can attend to, and marks them in live: all without a mask (live is then
-// left as it is: packValues reads it only when some keys are not live);
-// with one, those whose mask value is above -math.MaxFloat32 in at least
-// one row.
-func liveKeys(live []bool, mask []float32, d *AttentionDims, b, h int) int {
-	if mask == nil {
+// can attend to, and marks them in live: all without a mask or bias (live
+// is then left as it is: packValues reads it only when some keys are not
+// live); with them, those whose float32(bias + mask) is above
+// -math.MaxFloat32 in at least one row.
+func liveKeys(live []bool, mask, bias []float32, d *AttentionDims, b, h int) int {
+	if mask == nil && bias == nil {
 		return len(live)
 	}
 	rows := d.SeqQ
-	if d.MaskRowStride == 0 {
+	if (mask == nil || d.MaskRowStride == 0) && (bias == nil || d.BiasRowStride == 0) {
 		rows = 1
 	}
-	base := b*d.MaskBatchStride + h*d.MaskHeadStride
+	mbase, bbase := b*d.MaskBatchStride+h*d.MaskHeadStride, b*d.BiasBatchStride+h*d.BiasHeadStride
 	n := 0
 	for j := range live {
 		live[j] = false
 		for i := range rows {
-			if mask[base+i*d.MaskRowStride+j] > -math.MaxFloat32 {
+			var x float32
+			if bias != nil {
+				x = bias[bbase+i*d.BiasRowStride+j]
+			}
+			if mask != nil {
+				x += mask[mbase+i*d.MaskRowStride+j]
+			}
+			if x > -math.MaxFloat32 {
 				live[j] = true
 				n++
 				break

@@ -161,7 +161,7 @@ func TestAttentionInt8MatchesReference(t *testing.T) {
 					withPools(t, func(t *testing.T, p *pool.Pool) {
 						out := make([]float32, len(want))
 						scratch := make([]float32, AttentionInt8ScratchLen(workers(p), c.sk, c.d))
-						attentionInt8(kern, p, e, scratch, attnOut{f32: out}, q, k, v, mask, dims, nil)
+						attentionInt8(kern, p, e, scratch, attnOut{f32: out}, q, k, v, mask, nil, dims, nil)
 						sameBits(t, fmt.Sprintf("%s kernels %s workers %d", e.ISA(), kern.name, workers(p)), out, want)
 					})
 				}

@@ -55,7 +55,7 @@ func BenchmarkAttention(b *testing.B) {
 			scratch := make([]float32, AttentionScratchLen(p.Workers(), seq, d.HeadDim))
 			benchKernels(b, func(b *testing.B, kern *kernels) {
 				for b.Loop() {
-					attention(kern, p, scratch, out, qkv, qkv[w:], qkv[2*w:], mask, d)
+					attention(kern, p, scratch, out, qkv, qkv[w:], qkv[2*w:], mask, nil, d)
 				}
 				b.ReportMetric(float64(flops)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

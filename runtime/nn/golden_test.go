@@ -78,7 +78,7 @@ func goldenHashes(kern *kernels) []string {
 	}{{2, 128, 128, 2, 64, 0, "padding"}, {2, 21, 21, 3, 32, 3, "rows"}, {1, 7, 19, 2, 12, 0, "full"}} {
 		q, k, v, m, d := attentionCase(r, c.batch, c.sq, c.sk, c.heads, c.hd, c.pad, c.mask)
 		out := make([]float32, c.batch*c.sq*d.OutStride)
-		attention(kern, nil, make([]float32, AttentionScratchLen(1, c.sk, c.hd)), out, q, k, v, m, d)
+		attention(kern, nil, make([]float32, AttentionScratchLen(1, c.sk, c.hd)), out, q, k, v, m, nil, d)
 		add(fmt.Sprintf("attention/%dx%dx%d/d%d/%s", c.batch, c.sq, c.sk, c.hd, c.mask), out, nil)
 	}
 	for _, rows := range []int{37, 64} {

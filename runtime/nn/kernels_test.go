@@ -578,7 +578,7 @@ func TestAttentionMatchesGoKernels(t *testing.T) {
 			run := func(kern *kernels) []float32 {
 				out := make([]float32, c.batch*c.sq*d.OutStride)
 				scratch := make([]float32, AttentionScratchLen(1, c.sk, c.hd))
-				attention(kern, nil, scratch, out, q, k, v, m, d)
+				attention(kern, nil, scratch, out, q, k, v, m, nil, d)
 				return out
 			}
 			sameFloats(t, fmt.Sprintf("Attention %+v", c), run(impl), run(goKernels()))

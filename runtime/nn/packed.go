@@ -175,7 +175,7 @@ func (c *packedAttentionCall) block(worker, t int) {
 	local := t - c.starts[b]
 	h, blk := local/blocks, local%blocks
 	attentionBlock(c.kern, c.scratch[worker*c.per:(worker+1)*c.per], c.out[off*d.OutStride:], c.q[off*d.QStride:],
-		c.k[off*d.KStride:], c.v[off*d.VStride:], nil, &d, 0, h, blk*attnTaskRows)
+		c.k[off*d.KStride:], c.v[off*d.VStride:], nil, nil, &d, 0, h, blk*attnTaskRows)
 }
 
 // GatherPacked picks tokens of each sequence of a packed batch: dst
