@@ -239,8 +239,7 @@ func (l *lowering) emit(s Step) { l.p.steps = append(l.p.steps, s) }
 // per-token work inside the encoder: it lies between the first and last
 // LayerNorm and reads an activation's data. Work on dims (Shape of an
 // activation) and on values computed from the inputs alone (MPNet's
-// relative position bias, the sum of it and the mask) runs there on
-// generic kernels.
+// relative position bias) runs there on generic kernels.
 func (l *lowering) slowInEncoder(i int, n *compiler.Node) bool {
 	return l.firstLN >= 0 && l.firstLN <= i && i <= l.lastLN && n.Op != "Shape" &&
 		slices.ContainsFunc(n.Inputs, func(in string) bool { return l.activation[in] })

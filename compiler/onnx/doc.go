@@ -27,6 +27,10 @@
 //   - Every tensor (initializers, Constant values, tensor attributes) has
 //     been decoded from raw_data (little-endian), the typed repeated fields
 //     or external data, and passes compiler.Tensor.Check.
+//   - A model stored in float16 or bfloat16 is read widened to float32
+//     (float16.go): its tensors with exactly their values, its values as
+//     float32, its Casts to those types as Casts to float32; Graph.Meta
+//     "widened_to_float32" counts what was widened.
 //   - Constant nodes carry their value as one AttrTensor named "value":
 //     value_float, value_floats, value_int and value_ints are turned into
 //     f32/i64 scalar or 1-D tensors, so later stages see one form.

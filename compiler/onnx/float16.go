@@ -68,30 +68,30 @@ func decodeHalf(f halffloat.Format, shape []int64, count int64, raw []byte, fiel
 	return t, nil
 }
 
-// widenings counts what the loader widened, by source format.
-type widenings map[halffloat.Format]*widenCount
+// widened is what the loader widens: a tensor, a value or a Cast.
+type widened int
 
-type widenCount struct{ tensors, values, casts int }
+const (
+	widenedTensor widened = iota
+	widenedValue
+	widenedCast
+	widenedKinds
+)
 
-// note records one widened item: a tensor, a value or a Cast.
-func (w widenings) note(code int32, item string) {
+// widenings counts what the loader widened, by source format and kind.
+type widenings map[halffloat.Format]*[widenedKinds]int
+
+// note records one widened item whose ONNX element type is code (nothing
+// when that is not a 16-bit float).
+func (w widenings) note(code int32, item widened) {
 	f, ok := halfFormat(code)
 	if !ok {
 		return
 	}
-	c := w[f]
-	if c == nil {
-		c = &widenCount{}
-		w[f] = c
+	if w[f] == nil {
+		w[f] = &[widenedKinds]int{}
 	}
-	switch item {
-	case "tensor":
-		c.tensors++
-	case "value":
-		c.values++
-	case "cast":
-		c.casts++
-	}
+	w[f][item]++
 }
 
 // String is the Graph.Meta entry: "float16: 53 tensors, 12 values, 2 Casts".
@@ -99,7 +99,7 @@ func (w widenings) String() string {
 	var parts []string
 	for _, f := range []halffloat.Format{halffloat.Float16, halffloat.BFloat16} {
 		if c := w[f]; c != nil {
-			parts = append(parts, fmt.Sprintf("%s: %d tensors, %d values, %d Casts", f, c.tensors, c.values, c.casts))
+			parts = append(parts, fmt.Sprintf("%s: %d tensors, %d values, %d Casts", f, c[widenedTensor], c[widenedValue], c[widenedCast]))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -112,7 +112,7 @@ func (b *builder) widenCast(n *compiler.Node) {
 		return
 	}
 	if _, half := halfFormat(int32(a.Int)); half {
-		b.widened.note(int32(a.Int), "cast")
+		b.widened.note(int32(a.Int), widenedCast)
 		n.Attrs["to"] = compiler.IntAttr(compiler.Float32.ONNX())
 	}
 }

@@ -148,7 +148,7 @@ func (b *builder) initializers(g *compiler.Graph, gp *onnxpb.GraphProto) error {
 		if err != nil {
 			return b.bad("initializer "+name, err)
 		}
-		b.widened.note(tp.GetDataType(), "tensor")
+		b.widened.note(tp.GetDataType(), widenedTensor)
 		if !b.opts.AllowNonFinite {
 			if at := firstNonFinite(t); at >= 0 {
 				return b.bad("initializer "+name, fmt.Errorf("%w: element %d of %s%v is %v", compiler.ErrNonFinite, at, t.DType, t.Shape, floatAt(t, at)))
@@ -231,7 +231,7 @@ func (b *builder) value(vi *onnxpb.ValueInfoProto, kind string) (*compiler.Value
 	if err != nil {
 		return nil, b.bad(object, err)
 	}
-	b.widened.note(tt.GetElemType(), "value")
+	b.widened.note(tt.GetElemType(), widenedValue)
 	v := &compiler.Value{Name: name, DType: dt}
 	if sp := tt.GetShape(); sp != nil {
 		v.Shape = make(compiler.Shape, len(sp.GetDim()))

@@ -84,7 +84,7 @@ func (b *builder) attr(ap *onnxpb.AttributeProto) (compiler.Attr, error) {
 		if err != nil {
 			return compiler.Attr{}, err
 		}
-		b.widened.note(ap.GetT().GetDataType(), "tensor")
+		b.widened.note(ap.GetT().GetDataType(), widenedTensor)
 		return compiler.Attr{Kind: compiler.AttrTensor, Tensor: t}, nil
 	case onnxpb.AttributeProto_UNDEFINED:
 		return compiler.Attr{}, fmt.Errorf("%w: attribute has neither a type nor a value", compiler.ErrMalformed)
