@@ -21,8 +21,9 @@ import "github.com/sqc-dev/sqc/compiler"
 // broadcast to [batch, heads, seq, seq] without widening the scores.
 //
 // MPNet adds a relative position bias before the mask, (S + bias) + mask,
-// with the mask an sqc.AttentionMask: the bias becomes the attention's
-// input 4, which it adds to the mask first, S + (bias + mask). That sums
+// with the mask an sqc.AttentionMask: the bias (less an Expand over the
+// batch, which the sum broadcasts anyway) becomes the attention's input 4,
+// which it adds to the mask first, S + (bias + mask). That sums
 // to the same bits for every key the mask keeps (mask 0 there) and leaves
 // the others a softmax weight of exactly zero either way, which the mask's
 // fill guarantees (compiler.MaxZeroingMaskFill; a higher fill, or a mask
@@ -168,6 +169,11 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 	}
 	if m.mask != "" && !maskFits(ix, m.mask, unmasked) || m.bias != "" && !maskFits(ix, m.bias, unmasked) {
 		return m, false
+	}
+	// transformers expands MPNet's bias to the batch, which the scores'
+	// Add broadcasts anyway: take what it expands when that fits too.
+	if e := ix.producedBy(m.bias, "Expand"); e != nil && maskFits(ix, e.Inputs[0], unmasked) {
+		m.bias = e.Inputs[0]
 	}
 	m.sink = merge
 	return m, true

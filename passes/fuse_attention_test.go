@@ -169,6 +169,19 @@ func TestFuseAttentionPositionBias(t *testing.T) {
 		"%biased = Add(%scaled, %bias)\n  %masked = Add(%biased, %madd)", "%bm = Add(%bias, %madd)\n  %masked = Add(%scaled, %bm)", 1))
 	wantEquivalent(t, g, summed, in, 0)
 
+	// transformers' expand to the batch: the attention reads the bias as
+	// it was before it, and the Expand dies.
+	expanded := parseGraph(t, strings.Replace(biasedAttention("-3.4028235e+38"),
+		"%biased = Add(%scaled, %bias)", "%bshape = Concat(%qbu, %heads, %qnu, %qnu) {axis=0}\n  %bx = Expand(%bias, %bshape)\n  %biased = Add(%scaled, %bx)", 1))
+	after = applyPass(t, expanded, CanonicalizeAttentionMask, FuseAttention, FuseLinear, EliminateDeadNodes)
+	wantOps(t, after, map[string]int{opAttentionMask: 1, opAttention: 1, opLinear: 3})
+	for _, n := range after.Nodes {
+		if n.Op == opAttention && (len(n.Inputs) != 5 || n.Inputs[4] != "bias") {
+			t.Errorf("attention %v does not read the unexpanded bias as input 4", n.Inputs)
+		}
+	}
+	wantEquivalent(t, expanded, after, in, 1e-5)
+
 	g = parseGraph(t, biasedAttention("-1"))
 	if after := applyPass(t, g, CanonicalizeAttentionMask, FuseAttention); OpHistogram(after)[opAttention] != 0 {
 		t.Errorf("fused a bias with a mask of fill -1:\n%s", after.Text())
