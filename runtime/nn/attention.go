@@ -189,7 +189,21 @@ func scoreAddend(kern *kernels, maskT, mask, bias []float32, d *AttentionDims, b
 		return maskT, true
 	}
 	kern.attnTranspose(maskT, bias[b*d.BiasBatchStride+h*d.BiasHeadStride+r*d.BiasRowStride:], d.BiasRowStride, n, sk)
-	if mask != nil {
+	switch {
+	case mask != nil && d.MaskRowStride == 0:
+		// One mask row for every query, the padding mask: 0 for the keys
+		// kept, whose sum is skipped (adding 0 changes at most the sign
+		// of a zero, which no score, maximum or exponential tells apart).
+		for j, x := range mask[mbase : mbase+sk] {
+			if x == 0 {
+				continue
+			}
+			lanes := maskT[j*attnRows:][:n]
+			for i := range lanes {
+				lanes[i] += x
+			}
+		}
+	case mask != nil:
 		for j := range sk {
 			lanes := maskT[j*attnRows:][:n]
 			for i := range lanes {

@@ -192,6 +192,17 @@ func BenchmarkAttentionInt8(b *testing.B) {
 					}
 					report(b)
 				})
+				// With MPNet's relative position bias, [1, heads, seq, seq].
+				b.Run("int8-"+v.ISA.String()+"-biased", func(b *testing.B) {
+					scratch := make([]float32, AttentionInt8ScratchLen(p.Workers(), seq, hd))
+					bias := make([]float32, d.Heads*seq*seq)
+					bd := *d
+					bd.BiasHeadStride, bd.BiasRowStride = seq*seq, seq
+					for b.Loop() {
+						AttentionInt8Biased(p, e, scratch, out, qkv, qkv[w:], qkv[2*w:], mask, bias, &bd)
+					}
+					report(b)
+				})
 			}
 		})
 	}
