@@ -53,8 +53,7 @@ type plan struct {
 
 // extent is a buffer's length in elements: Elems, times the batch size
 // if Batch, times the sequence length Seq times (0, 1, or 2 for a
-// [.., seq, seq] buffer such as MPNet's position bias and the attention
-// mask it is summed with).
+// [.., seq, seq] buffer such as MPNet's position bias).
 type extent struct {
 	Batch bool
 	Seq   int

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -303,9 +304,9 @@ func extremum(max bool) kernelFunc {
 			var err error
 			switch acc.DType {
 			case Float32:
-				acc, err = binaryApply(acc, b, pickFloat[float32](max))
+				acc, err = binaryApply(acc, b, pick[float32](max))
 			case Float64:
-				acc, err = binaryApply(acc, b, pickFloat[float64](max))
+				acc, err = binaryApply(acc, b, pick[float64](max))
 			case Int64:
 				acc, err = binaryApply(acc, b, pick[int64](max))
 			case Int32:
@@ -328,27 +329,12 @@ func extremum(max bool) kernelFunc {
 	}
 }
 
-// pick is the larger (max) or smaller of two integers.
-func pick[T int64 | int32 | int8 | uint8](max bool) func(x, y T) T {
-	return func(x, y T) T {
-		if (x > y) == max {
-			return x
-		}
-		return y
+// pick is Go's max (isMax) or min of two values: NaN if either is NaN.
+func pick[T cmp.Ordered](isMax bool) func(x, y T) T {
+	if isMax {
+		return func(x, y T) T { return max(x, y) }
 	}
-}
-
-// pickFloat is pick for floats, NaN if either is NaN.
-func pickFloat[T float32 | float64](max bool) func(x, y T) T {
-	return func(x, y T) T {
-		switch {
-		case x != x || y != y:
-			return T(math.NaN())
-		case (x > y) == max:
-			return x
-		}
-		return y
-	}
+	return func(x, y T) T { return min(x, y) }
 }
 
 // compare returns the kernel of Equal, Less or Greater: bool output.

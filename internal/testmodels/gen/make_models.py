@@ -315,10 +315,12 @@ class RobertaEmbeddings(nn.Module):
 
 
 class RobertaModel(nn.Module):
+    embeddings_class, encoder_class = RobertaEmbeddings, BertEncoder
+
     def __init__(self, c, add_pooling_layer=True):
         super().__init__()
-        self.embeddings = RobertaEmbeddings(c)
-        self.encoder = BertEncoder(c)
+        self.embeddings = self.embeddings_class(c)
+        self.encoder = self.encoder_class(c)
         self.pooler = BertPooler(c) if add_pooling_layer else None
 
     def forward(self, input_ids, attention_mask):
@@ -467,18 +469,10 @@ class MPNetEncoder(nn.Module):
         return ret
 
 
-class MPNetModel(nn.Module):
-    def __init__(self, c, add_pooling_layer=True):
-        super().__init__()
-        self.embeddings = MPNetEmbeddings(c)
-        self.encoder = MPNetEncoder(c)
-        self.pooler = BertPooler(c) if add_pooling_layer else None
+class MPNetModel(RobertaModel):
+    """RobertaModel's structure with MPNet's embeddings and encoder."""
 
-    def forward(self, input_ids, attention_mask):
-        hidden = self.encoder(self.embeddings(input_ids), extended_attention_mask(attention_mask))
-        if self.pooler is None:
-            return hidden
-        return hidden, self.pooler(hidden)
+    embeddings_class, encoder_class = MPNetEmbeddings, MPNetEncoder
 
 
 class MPNetForSequenceClassification(nn.Module):
