@@ -245,15 +245,24 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			for i, name := range addend.fields {
 				if strides[i] != (extent{}) {
 					dims[jen.Id(name)] = extentCode(strides[i])
+					if addend.id == s.Bias {
+						// A packed batch's bias is the padded batch's
+						// (exec's runVarlen): each sequence reads its corner.
+						packed[jen.Id(name)] = extentCode(strides[i])
+					}
 				}
 			}
 		}
 		// nn.Attention or nn.AttentionInt8 (the latter on the GEMM engine's
 		// kernels; nn.AttentionInt8U8 writing u8, with the quantisation's
 		// parameters last), and their packed forms; with a bias, their
-		// Biased forms, which take it after the mask (and have no packed
-		// form: exec does not pack such a schedule).
+		// Biased forms, which take it after the mask (the packed ones,
+		// which have no mask, after V).
 		name := strings.TrimPrefix(s.Call(), "nn.")
+		packedName, packedBias := name+"Packed", []jen.Code(nil)
+		if s.Bias != exec.NoSlot {
+			packedName, packedBias = strings.TrimSuffix(name, "Biased")+"PackedBiased", []jen.Code{sc(s.Bias)}
+		}
 		var trailing []jen.Code
 		if s.OutKp > 0 {
 			trailing = []jen.Code{jen.Lit(s.OutInvScale), jen.Lit(s.OutZeroPoint)}
@@ -270,8 +279,8 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		}
 		call := jen.Qual(pkgNN, name).Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg, vArg}, addends,
 			[]jen.Code{jen.Op("&").Qual(pkgNN, "AttentionDims").Values(dims)}, trailing)...)
-		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, name+"Packed").Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone(),
-			jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets")}, trailing)...)), nil
+		return pl.packedOr(s.Q, call, jen.Qual(pkgNN, packedName).Call(slices.Concat(leading(), []jen.Code{sc(s.Out), sc(s.Q), kArg.Clone(), vArg.Clone()}, packedBias,
+			[]jen.Code{jen.Op("&").Qual(pkgNN, "AttentionDims").Values(packed), jen.Id("offsets")}, trailing)...)), nil
 	case *exec.AttentionMaskStep:
 		return jen.Qual(pkgNN, "AttentionMask").Call(sc(s.Out), sc(s.Mask), jen.Lit(s.Fill)), nil
 	case *exec.AddStep:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,7 +58,8 @@ func main() {
 // CamemBERT, ELECTRA, MPNet, as
 // torch.onnx.export wrote them and as HuggingFace folders), with dynamic
 // INT8, builds the generated package and requires its outputs to equal
-// the in-process engine's bit for bit on the model's reference batch. A
+// the in-process engine's bit for bit on the model's reference batch, of
+// mixed lengths, which both run padding-free. A
 // model the engine cannot run must fail to compile alike, with an error
 // naming the op, the node and the model file.
 func TestTinyModelsCompile(t *testing.T) {
@@ -118,6 +120,15 @@ func testTinyModel(t *testing.T, dir, path string) {
 				b.TokenTypeIDs = append(b.TokenTypeIDs, row)
 			}
 		}
+	}
+	// Every family runs padding-free batches (MPNet's position bias
+	// included), and the reference batch has padded rows: the packed
+	// path of the generated package is what is compared.
+	if r := s.PackingReason(); r != "" {
+		t.Fatalf("schedule runs batches padded: %s", r)
+	}
+	if !slices.ContainsFunc(b.AttentionMask, func(row []int64) bool { return slices.Contains(row, 0) }) {
+		t.Fatal("the reference batch has no padding")
 	}
 	pkg, err := Generate(s, Options{Package: "m", ModelName: filepath.Base(dir), MaxBatch: len(b.InputIDs), MaxSeq: len(b.InputIDs[0])})
 	if err != nil {

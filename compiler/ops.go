@@ -100,6 +100,12 @@ type OpDef struct {
 	Attrs  []AttrSpec
 	DTypes DTypeRule
 	Shape  ShapeFunc
+	// Elementwise is set when each output element is a function of the
+	// inputs' elements at the same index alone, numpy-broadcast (size-1
+	// dims repeat): no element reads a neighbour, a reduction or the
+	// shape. Passes that reason about where a value comes from
+	// (MarkPositionOnlyBias) rely on it.
+	Elementwise bool
 	// Check, when set, validates attributes and opset-dependent forms
 	// beyond what Attrs and the arity bounds express.
 	Check func(n *Node, opset int64) error

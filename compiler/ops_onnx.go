@@ -14,7 +14,7 @@ func onnxOps() []*OpDef {
 		elementwise("Mul", "C = A * B with numpy broadcasting.", 7, numericTypes(), foldMul),
 		elementwise("Div", "C = A / B with numpy broadcasting; integer division truncates.", 7, numericTypes(), foldDiv),
 		{
-			Name: "Pow", Since: 7, Doc: "Z = X ** Y with numpy broadcasting; Y may have another numeric dtype (opset 12+).",
+			Name: "Pow", Elementwise: true, Since: 7, Doc: "Z = X ** Y with numpy broadcasting; Y may have another numeric dtype (opset 12+).",
 			MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
 			DTypes: DTypeRule{In: []string{"T", "T1"}, Out: []string{"T"},
 				Vars: map[string][]DType{"T": numericTypes(), "T1": numericTypes()}},
@@ -30,7 +30,7 @@ func onnxOps() []*OpDef {
 		extremum("Max", "Max = the elementwise maximum of one or more inputs with numpy broadcasting (NaN if any input is NaN).", foldMax),
 		extremum("Min", "Min = the elementwise minimum of one or more inputs with numpy broadcasting (NaN if any input is NaN).", foldMin),
 		{
-			Name: "IsNaN", Since: 9, Doc: "Y = (X is NaN) elementwise; bool result.",
+			Name: "IsNaN", Elementwise: true, Since: 9, Doc: "Y = (X is NaN) elementwise; bool result.",
 			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
 			DTypes: DTypeRule{In: []string{"T"}, Out: []string{"bool"}, Vars: map[string][]DType{"T": floatTypes()}},
 			Shape:  func(a *InferArgs) ([]Inferred, error) { return one(a.in(0).Shape.Clone()), nil },
@@ -61,7 +61,7 @@ func onnxOps() []*OpDef {
 			Shape:  gatherNDShape,
 		},
 		{
-			Name: "Identity", Since: 1, Doc: "Y = X (a copy; carries contents through constant folding).",
+			Name: "Identity", Elementwise: true, Since: 1, Doc: "Y = X (a copy; carries contents through constant folding).",
 			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
 			DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}},
 			Shape: func(a *InferArgs) ([]Inferred, error) {
@@ -70,13 +70,13 @@ func onnxOps() []*OpDef {
 			},
 		},
 		{
-			Name: "Where", Since: 9, Doc: "Output = Condition ? X : Y elementwise with broadcasting of all three.",
+			Name: "Where", Elementwise: true, Since: 9, Doc: "Output = Condition ? X : Y elementwise with broadcasting of all three.",
 			MinInputs: 3, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 1,
 			DTypes: DTypeRule{In: []string{"bool", "T", "T"}, Out: []string{"T"}},
 			Shape:  broadcastRule(foldWhere),
 		},
 		{
-			Name: "Cast", Since: 6, Doc: "Y = X converted to the dtype given by attribute to (an ONNX TensorProto type code).",
+			Name: "Cast", Elementwise: true, Since: 6, Doc: "Y = X converted to the dtype given by attribute to (an ONNX TensorProto type code).",
 			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
 			Attrs:  []AttrSpec{{Name: "to", Kind: AttrInt, Required: true}, {Name: "saturate", Kind: AttrInt}},
 			DTypes: DTypeRule{In: []string{""}, Out: []string{"attr"}, OutFromAttr: castTarget},
@@ -225,7 +225,7 @@ func elementwise(name, doc string, since int64, types []DType, fold func([]SymIn
 		Name: name, Since: since, Doc: doc,
 		MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
 		DTypes: DTypeRule{In: []string{"T", "T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": types}},
-		Shape:  broadcastRule(fold),
+		Shape:  broadcastRule(fold), Elementwise: true,
 	}
 }
 
@@ -234,7 +234,7 @@ func compare(name, doc string, since int64, fold func([]SymInt) SymInt) *OpDef {
 		Name: name, Since: since, Doc: doc,
 		MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
 		DTypes: DTypeRule{In: []string{"T", "T"}, Out: []string{"bool"}, Vars: map[string][]DType{"T": allTypes()}},
-		Shape:  broadcastRule(fold),
+		Shape:  broadcastRule(fold), Elementwise: true,
 	}
 }
 
@@ -244,7 +244,7 @@ func logical(name, doc string, fold func([]SymInt) SymInt) *OpDef {
 		Name: name, Since: 7, Doc: doc,
 		MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
 		DTypes: DTypeRule{In: []string{"bool", "bool"}, Out: []string{"bool"}},
-		Shape:  broadcastRule(fold),
+		Shape:  broadcastRule(fold), Elementwise: true,
 	}
 }
 
@@ -253,7 +253,7 @@ func unary(name, doc string, since int64, types []DType) *OpDef {
 		Name: name, Since: since, Doc: doc,
 		MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
 		DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": types}},
-		Shape:  sameShapeRule,
+		Shape:  sameShapeRule, Elementwise: true,
 	}
 }
 
@@ -263,7 +263,7 @@ func extremum(name, doc string, fold func([]SymInt) SymInt) *OpDef {
 		Name: name, Since: 8, Doc: doc,
 		MinInputs: 1, MaxInputs: Variadic, MinOutputs: 1, MaxOutputs: 1,
 		DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": numericTypes()}},
-		Shape:  broadcastRule(fold),
+		Shape:  broadcastRule(fold), Elementwise: true,
 	}
 }
 

@@ -62,6 +62,8 @@ func attentionOp() *OpDef {
 			"P[b,h,i,:] = softmax_j(scale * sum_c Q[b,i,h*d+c] * K[b,j,h*d+c] + Mask[b,h,i,j]); Y is [batch, sq, heads*d]. " +
 			"An optional Bias (input 4, MPNet's relative position bias) broadcastable likewise is added to the mask first: " +
 			"Mask[b,h,i,j] above is float32(Bias[b,h,i,j] + Mask[b,h,i,j]) (Mask 0 where input 3 is omitted). " +
+			"With bias_by_position = 1 (set by passes.MarkPositionOnlyBias), Bias has no batch dim above 1 and Bias[h,i,j] depends on h, i and j only, " +
+			"not on the sequence length: a shorter sequence's bias is the top-left corner of a longer one's. " +
 			"With qkv_packed = 1, input 0 is QKV [batch, seq, 3*heads*d] holding Q, K and V in columns [0, W), [W, 2W) and [2W, 3W) " +
 			"(W = heads*d), inputs 1 and 2 are omitted, and Y is [batch, seq, W]. " +
 			"With int8 = 1 (set by QuantizeAttention), Q·K^T and P·V are u8 x s8 GEMMs with dynamic scales (K per key, Q per query, " +
@@ -76,6 +78,7 @@ func attentionOp() *OpDef {
 			{Name: "int8", Kind: AttrInt},
 			{Name: "out_scale", Kind: AttrFloat},
 			{Name: "out_zero_point", Kind: AttrInt},
+			{Name: "bias_by_position", Kind: AttrInt},
 		},
 		// Y is u8 when the node writes it quantised (U8Output).
 		DTypes: DTypeRule{In: []string{"T", "T", "T", "T", "T"}, Out: []string{"attr"}, OutFromAttr: u8OutputDType(Undefined), AttrElse: "T",
@@ -88,6 +91,12 @@ func attentionOp() *OpDef {
 // AttentionInt8 reports whether an sqc.Attention node runs its two
 // matmuls as INT8 GEMMs (int8 = 1).
 func AttentionInt8(n *Node) bool { return n.AttrInt("int8", 0) == 1 }
+
+// AttentionBiasByPosition reports whether an sqc.Attention node's bias
+// is proved to depend on the head and the query and key positions only
+// (bias_by_position = 1), so that a packed batch may read each
+// sequence's corner of the bias computed at the batch's longest.
+func AttentionBiasByPosition(n *Node) bool { return n.AttrInt("bias_by_position", 0) == 1 }
 
 // AttentionPacked reports whether an sqc.Attention node reads Q, K and V
 // packed in its first input (qkv_packed = 1).
@@ -109,6 +118,12 @@ func attentionCheck(n *Node, _ int64) error {
 		}
 	default:
 		return fmt.Errorf("qkv_packed is %d, want 0 or 1", p)
+	}
+	switch p := n.AttrInt("bias_by_position", 0); {
+	case p != 0 && p != 1:
+		return fmt.Errorf("bias_by_position is %d, want 0 or 1", p)
+	case p == 1 && !present(4):
+		return fmt.Errorf("bias_by_position = 1 without a bias (input 4)")
 	}
 	if q := n.AttrInt("int8", 0); q != 0 && q != 1 {
 		return fmt.Errorf("int8 is %d, want 0 or 1", q)

@@ -44,6 +44,9 @@ func Pipeline() []Pass {
 		// "scores + additive mask" and nothing else.
 		CanonicalizeAttentionMask,
 		FuseAttention,
+		// Whether a position bias may be read per sequence of a packed
+		// batch is a fact about the fused attention's bias input.
+		MarkPositionOnlyBias,
 		// Linear after Attention and Gelu: those matchers start from the
 		// MatMul/Add outputs and do not care, but running it last means the
 		// Q/K/V projections feeding Attention are fused too, and Gemm heads

@@ -21,6 +21,14 @@ import (
 //     steps, keeps every element and becomes an Identity: transformers
 //     4.57's attention_mask[:, :, :, :key_len] on a mask that is key_len
 //     wide already.
+//   - Shape(x) whose only readers are Gathers of constant positions, each
+//     picking a dim of x that a graph input has at the same position
+//     (the same symbol), becomes Shape of that input: MPNet's encoder
+//     reads the sequence length from the hidden state, which a packed
+//     batch holds as [tokens, hidden] (exec's packed.go); the input ids
+//     keep the padded [batch, seq] that the length means. The executor
+//     checks every input's symbols against each other, so the two dims
+//     are equal in every run.
 //
 // Proof is by dims that are the same known size or the same symbol
 // (sameDim); a dim inference leaves unknown proves nothing, and the node
@@ -36,6 +44,12 @@ func simplifyShapeOps(g *compiler.Graph) (bool, error) {
 			if x, perm, ok := matchReshapedSwap(ix, n); ok {
 				repl[n] = &compiler.Node{Name: n.Name, Op: "Transpose", Inputs: []string{x}, Outputs: []string{n.Outputs[0]},
 					Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(perm...)}}
+			}
+		case "Shape":
+			if y, ok := shapeSourceInput(ix, n); ok {
+				r := &compiler.Node{Name: n.Name, Op: "Shape", Inputs: []string{y}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}
+				g.Values[n.Outputs[0]] = &compiler.Value{Name: n.Outputs[0], DType: compiler.Int64, Shape: compiler.StaticShape(int64(len(valueInfo(g, y).Shape)))}
+				repl[n] = r
 			}
 		case "Slice":
 			if keepsAll(ix, n) {
@@ -108,4 +122,46 @@ func keepsAll(ix *index, n *compiler.Node) bool {
 		}
 	}
 	return true
+}
+
+// shapeSourceInput returns the graph input that Shape node n can read
+// instead of its input x: one whose dim at every position n's readers
+// pick is x's dim there, the same symbol. x must not be a graph input, n
+// must have no start or end, and its readers must all be Gathers along
+// axis 0 with constant, non-negative positions (a negative one would
+// count from the end of another rank).
+func shapeSourceInput(ix *index, n *compiler.Node) (string, bool) {
+	g := ix.g
+	x := valueInfo(g, n.Inputs[0])
+	if x == nil || x.Shape == nil || n.HasAttr("start") || n.HasAttr("end") || ix.isOutput[n.Outputs[0]] || len(ix.consumers[n.Outputs[0]]) == 0 {
+		return "", false
+	}
+	var picked []int64
+	for _, c := range ix.consumers[n.Outputs[0]] {
+		pos, ok := ix.ints(c.Inputs[len(c.Inputs)-1])
+		if c.Op != "Gather" || c.Inputs[0] != n.Outputs[0] || c.AttrInt("axis", 0) != 0 || !ok {
+			return "", false
+		}
+		for _, p := range pos {
+			if p < 0 || p >= int64(len(x.Shape)) || x.Shape[p].Param == "" {
+				return "", false
+			}
+		}
+		picked = append(picked, pos...)
+	}
+	for _, in := range g.Inputs {
+		if in.Name == n.Inputs[0] {
+			return "", false
+		}
+	}
+	for _, in := range g.Inputs {
+		fits := in.Shape != nil
+		for _, p := range picked {
+			fits = fits && p < int64(len(in.Shape)) && in.Shape[p].Param == x.Shape[p].Param
+		}
+		if fits {
+			return in.Name, true
+		}
+	}
+	return "", false
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/blocks"
+	"github.com/sqc-dev/sqc/compiler/interp"
 )
 
 // reshapedSwap is onnxscript's Kᵀ on x [batch, 4, seq, 8]: Reshape to
@@ -123,5 +124,65 @@ func TestSimplifyFullSlice(t *testing.T) {
 				t.Errorf("a slice that may drop elements became an Identity:\n%s", after.Text())
 			}
 		})
+	}
+}
+
+// TestSimplifyShapeOfActivation: the sequence length MPNet's encoder reads
+// from the hidden state (Gather(Shape(h), 1), h [batch, seq, 8]) is read
+// from the ids' shape instead, computing the same; read at a position
+// that is static (2), from the end (-2), or also by a non-Gather reader, it
+// stays on h.
+func TestSimplifyShapeOfActivation(t *testing.T) {
+	build := func(pos int64, alsoWhole bool) *compiler.Graph {
+		g := compiler.NewGraph("seq_len")
+		g.Inputs = []*compiler.Value{
+			{Name: "ids", DType: compiler.Int64, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Param: "seq", Size: -1}}},
+			{Name: "x", DType: compiler.Float32, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Param: "seq", Size: -1}, {Size: 3}}},
+		}
+		b := blocks.Builder{G: g}
+		shape := b.Op("Shape", "h_shape", b.Op("Tanh", "h", "x"))
+		n := b.OpAttrs("Gather", "seq_len", map[string]compiler.Attr{"axis": compiler.IntAttr(0)}, shape, b.IntScalar("const.pos", pos))
+		g.Outputs = []*compiler.Value{{Name: b.Rename(n, "n"), DType: compiler.Int64}}
+		if alsoWhole {
+			g.Outputs = append(g.Outputs, &compiler.Value{Name: b.Rename(b.Op("Neg", "neg", shape), "whole"), DType: compiler.Int64})
+		}
+		if err := g.InferShapes(); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	shapeOf := func(g *compiler.Graph) string {
+		for _, n := range g.Nodes {
+			if n.Op == "Shape" {
+				return n.Inputs[0]
+			}
+		}
+		return ""
+	}
+	in := map[string]*compiler.Tensor{"ids": int64Tensor([]int64{2, 5}, make([]int64, 10)...), "x": randomF32(4, 2, 5, 3)}
+	g := build(1, false)
+	after := applyPass(t, g, SimplifyShapeOps)
+	if got := shapeOf(after); got != "ids" {
+		t.Fatalf("Shape reads %q, want ids\n%s", got, after.Text())
+	}
+	want, err := interp.Run(g, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := interp.Run(after, in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["n"].I64[0] != want["n"].I64[0] || want["n"].I64[0] != 5 {
+		t.Fatalf("length %v after, %v before, want 5", got["n"].I64, want["n"].I64)
+	}
+	for _, c := range []struct {
+		name      string
+		pos       int64
+		alsoWhole bool
+	}{{"position 2", 2, false}, {"from the end", -2, false}, {"whole shape read", 1, true}} {
+		if got := shapeOf(applyPass(t, build(c.pos, c.alsoWhole), SimplifyShapeOps)); got != "h" {
+			t.Errorf("%s: Shape reads %q, want h", c.name, got)
+		}
 	}
 }

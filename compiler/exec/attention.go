@@ -34,6 +34,7 @@ func (l *lowering) attention(n *compiler.Node) bool {
 	}
 	if len(n.Inputs) > 4 && n.Inputs[4] != "" {
 		s.Bias = l.slot(n.Inputs[4])
+		s.BiasByPosition = compiler.AttentionBiasByPosition(n)
 	}
 	s.Out = l.slot(n.Outputs[0])
 	if scale, zp, ok := compiler.U8Output(n); ok { // passes.WriteU8Directly

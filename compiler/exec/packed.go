@@ -16,7 +16,9 @@ import (
 // offsets[b] .. offsets[b+1]-1, nn.PackedOffsets), every token-wise step
 // (quantise, GEMM with its epilogue, LayerNorm, Add, activation, FP32
 // Linear) then runs on those rows only, attention runs per sequence at
-// its own length with no mask (nn.AttentionPacked), and a Gather along
+// its own length with no mask (nn.AttentionPacked; a position bias
+// proved by passes.MarkPositionOnlyBias is computed at the padded length
+// and each sequence reads its top-left corner), and a Gather along
 // the sequence axis (the pooler's first token) picks each sequence's row
 // (nn.GatherPacked). A graph output that is per token leaves Run in the
 // padded layout [batch, seq, ...], padding rows zero. Every sequence gets
@@ -144,8 +146,8 @@ func planPacking(s *Schedule) packPlan {
 				if x.Mask == NoSlot || x.Mask != maskOut {
 					return no("%s: attends without the graph's attention mask", label())
 				}
-				if x.Bias != NoSlot {
-					return no("%s: adds a position bias to the scores (no packed form yet)", label())
+				if x.Bias != NoSlot && (!x.BiasByPosition || tok[x.Bias]) {
+					return no("%s: adds a bias to the scores that is not proved to depend on positions only (passes.MarkPositionOnlyBias)", label())
 				}
 				tok[x.Out] = true
 			}

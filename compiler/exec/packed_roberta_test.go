@@ -15,7 +15,10 @@ import (
 
 // RoBERTa and XLM-R run packed too: their position ids (padding_idx + the
 // count of non-padding ids so far, padding ids at padding_idx) are fused
-// into sqc.Embeddings, and a sequence's depend on its own ids only.
+// into sqc.Embeddings, and a sequence's depend on its own ids only. So do
+// MPNet's, whose relative position bias passes.MarkPositionOnlyBias proves
+// to be a function of the positions: each sequence reads its corner of
+// the bias computed at the batch's padded length.
 
 // padIDExamples are modelBatch sequences for a RoBERTa-style model (<s> =
 // 0, </s> = 2, padding id pad) of lengths 1 to seq, two with pad ids
@@ -99,14 +102,15 @@ func sameRealTokens(t *testing.T, what string, exs []testmodels.Example, got, wa
 	}
 }
 
-// TestPackedRoBERTaMatchesAlone: the RoBERTa and XLM-R tiny models, from
+// TestPackedRoBERTaMatchesAlone: the RoBERTa, XLM-R and MPNet tiny models, from
 // the HF folder and the ONNX export, FP32 and INT8, lower to a packed
 // schedule; a mixed batch runs packed and each sequence gets the bits of
 // the padded run (padded with the padding id or with another) and of its
 // run alone, also with pad ids among its real tokens.
 func TestPackedRoBERTaMatchesAlone(t *testing.T) {
 	vs := endVariants()
-	for _, name := range []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase} {
+	for _, name := range []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase,
+		testmodels.TinyMPNetCls, testmodels.TinyMPNetBase} {
 		dir := testmodels.TinyDir(t, name)
 		cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
 		if err != nil {

@@ -12,7 +12,9 @@ import (
 // optional additive Mask (broadcast to [batch, Heads, seqQ, seqK], keys
 // contiguous) into Out; with a Bias (sqc.Attention's input 4, broadcast
 // likewise), nn.AttentionBiased and its INT8 forms, which add it to the
-// mask first. When Packed (sqc.Attention's qkv_packed), Q is one
+// mask first; BiasByPosition (sqc.Attention's bias_by_position) says the
+// bias depends on the head and positions only, so that a packed batch
+// reads each sequence's top-left corner of it. When Packed (sqc.Attention's qkv_packed), Q is one
 // [batch, seq, 3*Heads*d] buffer holding Q, K and V side by side, K and V
 // are NoSlot, and the kernel reads K and V at column offsets W and 2W of
 // Q's rows (row stride 3W; see PackedLayout). When Int8 (sqc.Attention's
@@ -22,18 +24,19 @@ import (
 // OutZeroPoint, written by the P·V epilogue (nn.AttentionInt8U8).
 type AttentionStep struct {
 	node
-	Q, K, V, Mask SlotID
-	Bias          SlotID // NoSlot: none
-	Packed        bool
-	Int8          bool
-	Heads         int
-	Scale         float32
-	Out           SlotID
-	OutKp         int
-	OutInvScale   float32
-	OutZeroPoint  int32
-	dims          nn.AttentionDims
-	shape         []int64 // Out's shape, reused so that Run does not allocate
+	Q, K, V, Mask  SlotID
+	Bias           SlotID // NoSlot: none
+	BiasByPosition bool
+	Packed         bool
+	Int8           bool
+	Heads          int
+	Scale          float32
+	Out            SlotID
+	OutKp          int
+	OutInvScale    float32
+	OutZeroPoint   int32
+	dims           nn.AttentionDims
+	shape          []int64 // Out's shape, reused so that Run does not allocate
 }
 
 // AttentionMaskStep is nn.AttentionMask of an i64 [batch, seq] mask into
@@ -63,6 +66,9 @@ func (s *AttentionStep) Describe(sl []*Slot) string {
 	packed := ""
 	if s.Packed {
 		packed = ", qkv_packed"
+	}
+	if s.BiasByPosition {
+		packed += ", bias_by_position"
 	}
 	if s.Int8 {
 		packed += ", int8"
@@ -276,7 +282,8 @@ func (s *AttentionStep) runPacked(p *Program) error {
 
 // runVarlen is run for a packed batch (packed.go): Q, K and V (or the
 // packed QKV operand) are [tokens, ...], and each sequence attends to its
-// own tokens only, with no mask.
+// own tokens only, with no mask, adding its corner of a position-only
+// bias.
 func (s *AttentionStep) runVarlen(p *Program) error {
 	off := p.run.offsets
 	q := p.bufs[s.Q]
@@ -312,11 +319,33 @@ func (s *AttentionStep) runVarlen(p *Program) error {
 		longest = max(longest, l)
 	}
 	p.scratch = grow(p.scratch, s.scratchLen(p, longest))
+	var bias []float32
+	if s.Bias != NoSlot {
+		// The bias was computed at the padded length (planPacking allows
+		// only a position-only one): its strides are those of the padded
+		// scores, and each sequence reads its top-left corner.
+		b := p.bufs[s.Bias]
+		d := s.dims
+		d.Batch, d.SeqQ, d.SeqK = len(off)-1, p.run.seq, p.run.seq
+		if err := addendStrides(b, &d, "bias", &s.dims.BiasBatchStride, &s.dims.BiasHeadStride, &s.dims.BiasRowStride); err != nil {
+			return err
+		}
+		if s.dims.BiasBatchStride != 0 {
+			return fmt.Errorf("internal error: packed Attention bias %v has a batch dim", b.Shape)
+		}
+		bias = b.F32
+	}
 	switch {
+	case s.OutKp > 0 && bias != nil:
+		nn.AttentionInt8U8PackedBiased(p.pool, p.engine, p.scratch, out.U8, qs, ks, vs, bias, &s.dims, off, s.OutInvScale, s.OutZeroPoint)
 	case s.OutKp > 0:
 		nn.AttentionInt8U8Packed(p.pool, p.engine, p.scratch, out.U8, qs, ks, vs, &s.dims, off, s.OutInvScale, s.OutZeroPoint)
+	case s.Int8 && bias != nil:
+		nn.AttentionInt8PackedBiased(p.pool, p.engine, p.scratch, out.F32, qs, ks, vs, bias, &s.dims, off)
 	case s.Int8:
 		nn.AttentionInt8Packed(p.pool, p.engine, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
+	case bias != nil:
+		nn.AttentionPackedBiased(p.pool, p.scratch, out.F32, qs, ks, vs, bias, &s.dims, off)
 	default:
 		nn.AttentionPacked(p.pool, p.scratch, out.F32, qs, ks, vs, &s.dims, off)
 	}

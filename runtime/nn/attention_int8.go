@@ -172,6 +172,14 @@ func AttentionInt8Packed(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v []
 	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, nil, nil, d, offsets)
 }
 
+// AttentionInt8PackedBiased is AttentionInt8Packed adding a bias to each
+// sequence's scores as AttentionPackedBiased does: its bits for a
+// sequence are AttentionInt8Biased's for it alone where its corner of the
+// bias is its own bias.
+func AttentionInt8PackedBiased(p *pool.Pool, e *qgemm.Engine, scratch, out, q, k, v, bias []float32, d *AttentionDims, offsets []int) {
+	attentionInt8(active(), p, e, scratch, attnOut{f32: out}, q, k, v, nil, bias, d, offsets)
+}
+
 // AttentionInt8U8 is AttentionInt8 writing the u8 codes of its output,
 // QuantizeU8's with invScale and zeroPoint, straight from the P·V
 // epilogue: the same bytes as AttentionInt8 followed by QuantizeU8, with
@@ -192,6 +200,12 @@ func AttentionInt8U8Biased(p *pool.Pool, e *qgemm.Engine, scratch []float32, out
 // AttentionInt8U8 does.
 func AttentionInt8U8Packed(p *pool.Pool, e *qgemm.Engine, scratch []float32, out []uint8, q, k, v []float32, d *AttentionDims, offsets []int, invScale float32, zeroPoint int32) {
 	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, nil, nil, d, offsets)
+}
+
+// AttentionInt8U8PackedBiased is AttentionInt8U8Packed adding a bias as
+// AttentionInt8PackedBiased does.
+func AttentionInt8U8PackedBiased(p *pool.Pool, e *qgemm.Engine, scratch []float32, out []uint8, q, k, v, bias []float32, d *AttentionDims, offsets []int, invScale float32, zeroPoint int32) {
+	attentionInt8(active(), p, e, scratch, attnOut{u8: out, invScale: invScale, zeroPoint: zeroPoint}, q, k, v, nil, bias, d, offsets)
 }
 
 // attnOut is where INT8 attention writes: float32 values (f32), or their
@@ -316,7 +330,7 @@ func (c *int8Call) head(worker, t int) {
 	}
 	d.Batch, d.SeqQ, d.SeqK = 1, l, l
 	w.carveFor(s, c.lay, l)
-	attnInt8Head(c.kern, c.e, w, c.out.from(off*d.OutStride), c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, nil, &d, 0, h)
+	attnInt8Head(c.kern, c.e, w, c.out.from(off*d.OutStride), c.q[off*d.QStride:], c.k[off*d.KStride:], c.v[off*d.VStride:], nil, sequenceBias(c.bias, &d, b), &d, 0, h)
 }
 
 // attnInt8Head computes every query row of head h of sequence b.

@@ -125,16 +125,28 @@ func embedPackedRange(a *embedPackedArgs, r0, r1 int) {
 // d's Batch, SeqQ, SeqK and mask strides are not used. scratch is
 // AttentionScratchLen(workers, longest sequence, HeadDim) long.
 func AttentionPacked(p *pool.Pool, scratch, out, q, k, v []float32, d *AttentionDims, offsets []int) {
-	attentionPacked(active(), p, scratch, out, q, k, v, d, offsets)
+	attentionPacked(active(), p, scratch, out, q, k, v, nil, d, offsets)
 }
 
-func attentionPacked(kern *kernels, p *pool.Pool, scratch, out, q, k, v []float32, d *AttentionDims, offsets []int) {
+// AttentionPackedBiased is AttentionPacked adding a bias to each
+// sequence's scores, as AttentionBiased does with no mask: sequence b
+// adds Bias[b, h, i, j] for its own i, j (below its length), the bias
+// laid out by d's bias strides as for the padded batch (MPNet's position
+// bias, [1, heads, seq, seq] at the padded length seq: every sequence
+// reads its top-left corner). Where that corner is the bias the sequence
+// alone has (a bias of positions only: passes.MarkPositionOnlyBias), each
+// sequence gets the bits AttentionBiased gives it alone.
+func AttentionPackedBiased(p *pool.Pool, scratch, out, q, k, v, bias []float32, d *AttentionDims, offsets []int) {
+	attentionPacked(active(), p, scratch, out, q, k, v, bias, d, offsets)
+}
+
+func attentionPacked(kern *kernels, p *pool.Pool, scratch, out, q, k, v, bias []float32, d *AttentionDims, offsets []int) {
 	n := len(offsets) - 1
 	if n <= 0 || d.HeadDim <= 0 {
 		return
 	}
 	c := packedAttentionCalls.get()
-	c.kern, c.scratch, c.out, c.q, c.k, c.v, c.d, c.offsets = kern, scratch, out, q, k, v, *d, offsets
+	c.kern, c.scratch, c.out, c.q, c.k, c.v, c.bias, c.d, c.offsets = kern, scratch, out, q, k, v, bias, *d, offsets
 	c.starts = growStats(c.starts, n+1)
 	longest := 0
 	for b := range n {
@@ -144,19 +156,19 @@ func attentionPacked(kern *kernels, p *pool.Pool, scratch, out, q, k, v []float3
 	}
 	c.per = attnScratchPerWorker(longest, d.HeadDim)
 	parallelFor(p, c.starts[n], c.task)
-	c.scratch, c.out, c.q, c.k, c.v, c.offsets = nil, nil, nil, nil, nil, nil
+	c.scratch, c.out, c.q, c.k, c.v, c.bias, c.offsets = nil, nil, nil, nil, nil, nil, nil
 	packedAttentionCalls.put(c)
 }
 
 // packedAttentionCall is one AttentionPacked call's state: tasks
 // starts[b] .. starts[b+1]-1 are sequence b's (head, query block) pairs.
 type packedAttentionCall struct {
-	kern                  *kernels
-	scratch, out, q, k, v []float32
-	d                     AttentionDims
-	offsets, starts       []int
-	per                   int
-	task                  func(worker, t int)
+	kern                        *kernels
+	scratch, out, q, k, v, bias []float32
+	d                           AttentionDims
+	offsets, starts             []int
+	per                         int
+	task                        func(worker, t int)
 }
 
 var packedAttentionCalls = newRecycler(func() *packedAttentionCall {
@@ -175,7 +187,16 @@ func (c *packedAttentionCall) block(worker, t int) {
 	local := t - c.starts[b]
 	h, blk := local/blocks, local%blocks
 	attentionBlock(c.kern, c.scratch[worker*c.per:(worker+1)*c.per], c.out[off*d.OutStride:], c.q[off*d.QStride:],
-		c.k[off*d.KStride:], c.v[off*d.VStride:], nil, nil, &d, 0, h, blk*attnTaskRows)
+		c.k[off*d.KStride:], c.v[off*d.VStride:], nil, sequenceBias(c.bias, &d, b), &d, 0, h, blk*attnTaskRows)
+}
+
+// sequenceBias is sequence b's part of a packed batch's bias (nil for
+// none), indexed as batch 0.
+func sequenceBias(bias []float32, d *AttentionDims, b int) []float32 {
+	if bias == nil {
+		return nil
+	}
+	return bias[b*d.BiasBatchStride:]
 }
 
 // GatherPacked picks tokens of each sequence of a packed batch: dst

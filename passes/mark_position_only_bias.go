@@ -1,0 +1,160 @@
+package passes
+
+import (
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// MarkPositionOnlyBias sets bias_by_position = 1 on every sqc.Attention
+// whose bias (input 4, MPNet's relative position bias) it proves to depend
+// on the head and the query and key positions only, not on the sequence
+// length nor on any input's contents: for sequence lengths S1 <= S2 the
+// bias computed at S1 is the top-left S1 x S1 corner of the one computed
+// at S2. A packed batch (compiler/exec packed.go) then computes the bias
+// once at the batch's padded length and gives each sequence its corner,
+// the bits the sequence alone computes.
+//
+// The proof follows the bias back to its sources. A value is proved when
+// its dims are static or the attention's sequence symbol (so no batch dim
+// or unknown size) and it is
+//   - a constant;
+//   - Range(start, limit, delta) with start and delta constants: element
+//     k is start + k*delta whatever the limit, so a shorter range is a
+//     prefix of a longer one;
+//   - ConstantOfShape (every element the same constant);
+//   - an elementwise op (compiler.OpDef.Elementwise) of proved inputs,
+//     each broadcast to the output with its dims static 1 or the output's
+//     own (so the broadcast maps positions the same way at every length);
+//   - Unsqueeze (constant axes) or Transpose of a proved value: positions
+//     moved independently of the length;
+//   - Gather of a constant table at proved indices.
+//
+// Anything else (a Reshape, a Slice, a reduction, a graph input) proves
+// nothing, and the attention stays unmarked: such a schedule runs its
+// batches padded, and sqc inspect says why.
+var MarkPositionOnlyBias = Pass{Name: "MarkPositionOnlyBias", Run: markPositionOnlyBias}
+
+func markPositionOnlyBias(g *compiler.Graph) (bool, error) {
+	ix := newIndex(g)
+	changed := false
+	for _, n := range g.Nodes {
+		if n.Op != "sqc.Attention" || len(n.Inputs) < 5 || n.Inputs[4] == "" || compiler.AttentionBiasByPosition(n) {
+			continue
+		}
+		q := valueInfo(g, n.Inputs[0])
+		if q == nil || len(q.Shape) != 3 || q.Shape[1].Param == "" {
+			continue
+		}
+		p := positionProof{ix: ix, seq: q.Shape[1].Param, proved: map[string]bool{}}
+		if p.biasShaped(n.Inputs[4]) && p.value(n.Inputs[4]) {
+			n.Attrs["bias_by_position"] = compiler.IntAttr(1)
+			changed = true
+		}
+	}
+	return changed, nil
+}
+
+// positionProof proves values position-only (see MarkPositionOnlyBias)
+// for one sequence symbol, remembering the values it has decided.
+type positionProof struct {
+	ix     *index
+	seq    string
+	proved map[string]bool
+}
+
+// biasShaped reports whether the bias has the form the packed kernels
+// read a corner of: rank 2 to 4, the last two dims the sequence, the rest
+// static, and any batch dim (rank 4) 1.
+func (p *positionProof) biasShaped(name string) bool {
+	v := valueInfo(p.ix.g, name)
+	if v == nil || v.Shape == nil || len(v.Shape) < 2 || len(v.Shape) > 4 {
+		return false
+	}
+	r := len(v.Shape)
+	for i, d := range v.Shape {
+		switch {
+		case i >= r-2:
+			if d.Param != p.seq {
+				return false
+			}
+		case !d.Known(), i == 0 && r == 4 && d.Size != 1:
+			return false
+		}
+	}
+	return true
+}
+
+// value reports whether name is proved position-only.
+func (p *positionProof) value(name string) bool {
+	if ok, seen := p.proved[name]; seen {
+		return ok
+	}
+	p.proved[name] = false // a cycle proves nothing
+	ok := p.prove(name)
+	p.proved[name] = ok
+	return ok
+}
+
+func (p *positionProof) prove(name string) bool {
+	ix := p.ix
+	if ix.constant(name) != nil {
+		return true
+	}
+	n := ix.producer[name]
+	out := valueInfo(ix.g, name)
+	if n == nil || out == nil || !p.dimsOK(out.Shape) {
+		return false
+	}
+	if def, ok := compiler.LookupOp(n.Op); ok && def.Elementwise {
+		for _, in := range n.Inputs {
+			if in == "" {
+				continue
+			}
+			if !p.value(in) || !broadcastsSame(valueInfo(ix.g, in), out.Shape) {
+				return false
+			}
+		}
+		return true
+	}
+	switch n.Op {
+	case "Range":
+		return ix.constant(n.Inputs[0]) != nil && ix.constant(n.Inputs[2]) != nil
+	case "ConstantOfShape":
+		return true
+	case "Transpose":
+		return n.HasAttr("perm") && p.value(n.Inputs[0])
+	case "Unsqueeze":
+		axesConst := n.HasAttr("axes") || (len(n.Inputs) > 1 && ix.constant(n.Inputs[1]) != nil)
+		return axesConst && p.value(n.Inputs[0])
+	case "Gather":
+		return ix.constant(n.Inputs[0]) != nil && p.value(n.Inputs[1])
+	}
+	return false
+}
+
+// dimsOK reports whether every dim of s is static or the sequence.
+func (p *positionProof) dimsOK(s compiler.Shape) bool {
+	if s == nil {
+		return false
+	}
+	for _, d := range s {
+		if !d.Known() && d.Param != p.seq {
+			return false
+		}
+	}
+	return true
+}
+
+// broadcastsSame reports whether in broadcasts to out with each of its
+// dims (aligned from the right) static 1 or out's dim itself.
+func broadcastsSame(in *compiler.Value, out compiler.Shape) bool {
+	if in == nil || in.Shape == nil || len(in.Shape) > len(out) {
+		return false
+	}
+	off := len(out) - len(in.Shape)
+	for i, d := range in.Shape {
+		if !(d.Known() && d.Size == 1) && !sameDim(d, out[off+i]) {
+			return false
+		}
+	}
+	return true
+}
