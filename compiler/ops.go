@@ -124,7 +124,7 @@ func (op *OpDef) Attr(name string) (AttrSpec, bool) {
 // opTable builds the table once; the map is never modified afterwards.
 var opTable = sync.OnceValue(func() map[string]*OpDef {
 	m := map[string]*OpDef{}
-	for _, list := range [][]*OpDef{onnxOps(), sqcOps()} {
+	for _, list := range [][]*OpDef{onnxOps(), onnxQuantOps(), sqcOps()} {
 		for _, op := range list {
 			if _, dup := m[op.Name]; dup {
 				panic("compiler: op " + op.Name + " defined twice") // programming error, caught by tests

@@ -27,6 +27,12 @@ var passOrder = []orderRule{
 	{"EliminateDeadNodes", []string{"FuseLayerNorm", "FuseGelu", "CanonicalizeAttentionMask", "FuseAttention", "FuseLinear", "FuseEmbeddings"}, needs,
 		"patterns are followed producer to consumer through their exact ops and most links must have one reader (index.onlyConsumer): " +
 			"an Identity inside a chain, or a dead reader of one of its values, hides the pattern"},
+	{"FoldConstants", []string{"DequantizeIntegerOps"}, needs,
+		"scales, zero points and quantised weights are read as initializers (index.constant), which an exporter's Constant nodes are only once folded"},
+	{"DequantizeIntegerOps", []string{"FuseLinear", "FuseEmbeddings", "FuseAttention"}, needs,
+		"a quantised file has the MatMuls FuseLinear and FuseAttention match, and the Gathers of tables FuseEmbeddings matches, only once its integer ops are dequantised"},
+	{"DequantizeIntegerOps", []string{"EliminateDeadNodes"}, sweeps,
+		"DequantizeIntegerOps leaves the DynamicQuantizeLinear, MatMulInteger, Cast and scale Mul nodes it replaced unused"},
 	{"FoldConstants", []string{"SimplifyShapeOps"}, needs,
 		"a Slice's steps are read as constants (index.ints), and the inferred shapes it proves with come from folded reshape targets"},
 	{"SimplifyShapeOps", []string{"CanonicalizeAttentionMask", "FuseAttention"}, needs,

@@ -25,6 +25,11 @@ func Pipeline() []Pass {
 		// reshape targets and mask fill values as initializers, and folding
 		// Constant nodes into initializers is what makes them so.
 		FoldConstants,
+		// A file ONNX Runtime quantised becomes the float model its
+		// integer ops approximate, its weights dequantised, before any
+		// matcher looks for MatMuls and Gathers of tables; it reads the
+		// scales and zero points as the folded initializers they are.
+		DequantizeIntegerOps,
 		// Shape-proved simplifications read the folded starts, steps and
 		// reshape targets, and leave Identity nodes and dead shape chains
 		// for the sweep below.

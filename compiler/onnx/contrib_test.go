@@ -446,11 +446,17 @@ func wantInterpMatchesReference(t *testing.T, g *compiler.Graph, dir string, sen
 // batches of 8.
 func interpLogits(t *testing.T, g *compiler.Graph, ref *testmodels.Reference, sentences int) [][]float32 {
 	t.Helper()
+	return interpLogitsBatched(t, g, ref, sentences, 8)
+}
+
+// interpLogitsBatched is interpLogits in padded batches of the given size
+// (which must divide sentences).
+func interpLogitsBatched(t *testing.T, g *compiler.Graph, ref *testmodels.Reference, sentences, batch int) [][]float32 {
+	t.Helper()
 	it, err := interp.New(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const batch = 8
 	var got [][]float32
 	for at := 0; at < sentences; at += batch {
 		in, err := testmodels.Inputs(g, ref.Examples[at:at+batch])

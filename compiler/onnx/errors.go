@@ -57,11 +57,12 @@ type UnsupportedOpsError struct {
 const unsupportedNamesShown = 3
 
 // quantizedOps are the ops of models ONNX Runtime's quantiser (or a QDQ
-// export) has quantised already: sqc wants the FP32 model, which it
-// calibrates and quantises itself.
+// export) has quantised in a form sqc does not read: its static (QLinear,
+// QDQ) forms and com.microsoft's fused ones. Dynamic quantisation
+// (DynamicQuantizeLinear, MatMulInteger, DequantizeLinear) is read, and
+// dequantised by passes.DequantizeIntegerOps.
 var quantizedOps = map[string]bool{
-	"DynamicQuantizeLinear": true, "MatMulInteger": true, "QLinearMatMul": true,
-	"QuantizeLinear": true, "DequantizeLinear": true, "ConvInteger": true, "QLinearConv": true,
+	"QLinearMatMul": true, "QuantizeLinear": true, "ConvInteger": true, "QLinearConv": true,
 	"com.microsoft.DynamicQuantizeMatMul": true, "com.microsoft.MatMulIntegerToFloat": true,
 	"com.microsoft.QAttention": true, "com.microsoft.QGemm": true, "com.microsoft.DynamicQuantizeLSTM": true,
 	"com.microsoft.QuantizeLinear": true, "com.microsoft.DequantizeLinear": true,
@@ -107,8 +108,10 @@ func (e *UnsupportedOpsError) Error() string {
 	}
 	switch {
 	case quantized:
-		b.WriteString(". The model is quantised already (ONNX Runtime's quantiser or a QDQ export made these nodes); " +
-			"sqc calibrates and quantises FP32 models itself: give it the FP32 export (e.g. onnx/model.onnx, not model_quantized.onnx or model_qint8_*.onnx)")
+		b.WriteString(". The model is quantised already, in a form sqc does not read (ONNX Runtime's static quantisation, a QDQ export " +
+			"or ONNX Runtime's fused quantised ops made these nodes); sqc reads FP32 models and ONNX Runtime's dynamic quantisation " +
+			"(quantize_dynamic: DynamicQuantizeLinear, MatMulInteger, DequantizeLinear) and quantises them itself: give it the FP32 export " +
+			"(e.g. onnx/model.onnx) or the dynamically quantised one (model_quantized.onnx)")
 	case msDomain:
 		fmt.Fprintf(&b, ". com.microsoft ops are ONNX Runtime's own, made by its transformer optimizer; sqc reads those of its BERT fusions (%s), not these: "+
 			"give sqc the export before that optimisation (e.g. onnx/model.onnx)", strings.Join(slices.Sorted(maps.Keys(contribExpanders)), ", "))

@@ -101,4 +101,8 @@ var kernels = map[string]kernelSpec{
 	"ConstantOfShape": {constantOfShape, 1, 1, 1},
 	"Range":           {rangeOp, 3, 3, 1},
 	"CumSum":          {cumSum, 2, 2, 1},
+
+	"DynamicQuantizeLinear": {dynamicQuantizeLinear, 1, 1, 3},
+	"MatMulInteger":         {matMulInteger, 2, 4, 1},
+	"DequantizeLinear":      {dequantizeLinear, 2, 3, 1},
 }

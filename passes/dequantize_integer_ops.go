@@ -1,0 +1,223 @@
+package passes
+
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// DequantizeIntegerOps rewrites a model ONNX Runtime's dynamic quantiser
+// has quantised (quantize_dynamic: transformers.js' model_quantized.onnx,
+// optimum's dynamic quantisation) into the float model it approximates,
+// with the file's weights dequantised exactly, which sqc then calibrates
+// and quantises itself (SmoothQuant, per-channel s8 weights, u8
+// activations):
+//
+//   - y = Mul(Cast<f32>(MatMulInteger(qa, qb, za, zb)), Mul(sa, sb)), each
+//     operand's (q, s, z) either the outputs of DynamicQuantizeLinear(x)
+//     or constants (a scalar scale and zero point, or for B one per
+//     column), becomes y = MatMul(a, b): a is x itself (the quantiser's
+//     rounding of activations is dropped: sqc's own replaces it), a
+//     constant is float32(q - z) * s, the values the file's weights stand
+//     for.
+//   - DequantizeLinear(Gather(q, ids), s, z) of a constant table with one
+//     scale and zero point becomes Gather(float32(q - z) * s, ids), the
+//     same values: the embedding tables the quantiser stores in 8 bits.
+//   - DequantizeLinear of a constant becomes that constant's values.
+//
+// Graph.Meta["dequantized"] says how many of each it rewrote. Integer ops
+// it does not match stay (the interpreter runs them; the INT8 engine only
+// outside the encoder).
+var DequantizeIntegerOps = Pass{Name: "DequantizeIntegerOps", Run: dequantizeIntegerOps}
+
+func dequantizeIntegerOps(g *compiler.Graph) (bool, error) {
+	ix := newIndex(g)
+	repl := map[*compiler.Node]*compiler.Node{}
+	var matmuls, gathers, constants int
+	for _, n := range g.Nodes {
+		switch n.Op {
+		case "Mul":
+			if mm, ok := matchIntegerMatMul(ix, n); ok {
+				repl[n] = mm
+				matmuls++
+			}
+		case "DequantizeLinear":
+			if t, err := dequantizedConstant(ix, n.Inputs, n.AttrInt("axis", 1), true); err == nil && t != nil {
+				g.Initializers[n.Outputs[0]] = t
+				repl[n] = nil
+				constants++
+				continue
+			}
+			gather := ix.producedBy(n.Inputs[0], "Gather")
+			if gather == nil || gather.AttrInt("axis", 0) != 0 || ix.onlyConsumer(gather.Outputs[0]) != n {
+				continue
+			}
+			table, err := dequantizedConstant(ix, append([]string{gather.Inputs[0]}, n.Inputs[1:]...), 0, false)
+			if err != nil || table == nil {
+				continue
+			}
+			name := g.UniqueName(gather.Inputs[0] + "_dequantized")
+			g.Initializers[name] = table
+			repl[n] = &compiler.Node{Name: gather.Name, Op: "Gather", Inputs: []string{name, gather.Inputs[1]}, Outputs: []string{n.Outputs[0]},
+				Attrs: map[string]compiler.Attr{}}
+			gathers++
+		}
+	}
+	if len(repl) == 0 {
+		return false, nil
+	}
+	replaceNodes(g, repl)
+	g.Meta["dequantized"] = fmt.Sprintf("%d MatMulInteger, %d Gather tables, %d constants", matmuls, gathers, constants)
+	return true, nil
+}
+
+// matchIntegerMatMul matches the final Mul of ONNX Runtime's MatMulInteger
+// chain and returns the MatMul that replaces it, or false. New
+// initializers (dequantised weights) are added to the graph.
+func matchIntegerMatMul(ix *index, mul *compiler.Node) (*compiler.Node, bool) {
+	for side := range 2 {
+		cast := ix.producedBy(mul.Inputs[side], "Cast")
+		scales := ix.producedBy(mul.Inputs[1-side], "Mul")
+		if cast == nil || scales == nil || cast.AttrInt("to", 0) != compiler.Float32.ONNX() {
+			continue
+		}
+		mmi := ix.producedBy(cast.Inputs[0], "MatMulInteger")
+		if mmi == nil {
+			continue
+		}
+		in := func(i int) string {
+			if i < len(mmi.Inputs) {
+				return mmi.Inputs[i]
+			}
+			return ""
+		}
+		// Each operand is DynamicQuantizeLinear's (its scale one of the
+		// scales multiplied) or a constant, whose scale is then the other
+		// one; at most one constant (two fold to a constant anyway).
+		a, aScale := dynamicOperand(ix, in(0), in(2))
+		b, bScale := dynamicOperand(ix, in(1), in(3))
+		s0, s1 := scales.Inputs[0], scales.Inputs[1]
+		other := func(sc string) (string, bool) {
+			switch sc {
+			case s0:
+				return s1, true
+			case s1:
+				return s0, true
+			}
+			return "", false
+		}
+		switch {
+		case a != "" && b != "":
+			if o, ok := other(aScale); !ok || o != bScale {
+				continue
+			}
+		case a != "":
+			bs, ok := other(aScale)
+			w := ix.constant(in(1))
+			if !ok || w == nil {
+				continue
+			}
+			t, err := dequantizedConstant(ix, []string{in(1), bs, in(3)}, int64(len(w.Shape)-1), true)
+			if err != nil || t == nil {
+				continue
+			}
+			b = ix.g.UniqueName(in(1) + "_dequantized")
+			ix.g.Initializers[b] = t
+		case b != "":
+			as, ok := other(bScale)
+			if !ok {
+				continue
+			}
+			t, err := dequantizedConstant(ix, []string{in(0), as, in(2)}, 0, false)
+			if err != nil || t == nil {
+				continue
+			}
+			a = ix.g.UniqueName(in(0) + "_dequantized")
+			ix.g.Initializers[a] = t
+		default:
+			continue
+		}
+		return &compiler.Node{Name: mmi.Name, Op: "MatMul", Inputs: []string{a, b}, Outputs: []string{mul.Outputs[0]}, Attrs: map[string]compiler.Attr{}}, true
+	}
+	return nil, false
+}
+
+// dynamicOperand returns the float input and the scale of the
+// DynamicQuantizeLinear whose outputs are MatMulInteger's operand q and
+// zero point z, or "" when they are not.
+func dynamicOperand(ix *index, q, z string) (x, scale string) {
+	dql := ix.producedBy(q, "DynamicQuantizeLinear")
+	if dql == nil || dql.Outputs[0] != q || z != dql.Outputs[2] {
+		return "", ""
+	}
+	return dql.Inputs[0], dql.Outputs[1]
+}
+
+// dequantizedConstant returns float32(q - z) * s for DequantizeLinear's
+// inputs (q, s[, z]) when all are constants, with s and z one value or,
+// where perAxis allows, one per index of axis. It returns nil when they
+// are not constants, and an error when they do not fit.
+func dequantizedConstant(ix *index, in []string, axis int64, perAxis bool) (*compiler.Tensor, error) {
+	q, s := ix.constant(in[0]), ix.constant(in[1])
+	var z *compiler.Tensor
+	if len(in) > 2 && in[2] != "" {
+		if z = ix.constant(in[2]); z == nil {
+			return nil, nil
+		}
+	}
+	if q == nil || s == nil || s.DType != compiler.Float32 {
+		return nil, nil
+	}
+	n := len(s.F32)
+	if n == 0 {
+		return nil, fmt.Errorf("an empty scale")
+	}
+	if n > 1 {
+		r := int64(len(q.Shape))
+		if axis < 0 {
+			axis += r
+		}
+		if !perAxis || axis < 0 || axis >= r || q.Shape[axis] != int64(n) || len(s.Shape) != 1 {
+			return nil, fmt.Errorf("scale %v for %v along axis %d", s.Shape, q.Shape, axis)
+		}
+	}
+	if z != nil && (z.DType != q.DType || compiler.NumElements(z.Shape) != int64(n)) {
+		return nil, fmt.Errorf("zero point %s%v for %s data and %d scales", z.DType, z.Shape, q.DType, n)
+	}
+	inner := 1
+	if n > 1 {
+		for _, d := range q.Shape[axis+1:] {
+			inner *= int(d)
+		}
+	}
+	out := compiler.NewTensor(compiler.Float32, q.Shape...)
+	for i := range out.F32 {
+		ch := 0
+		if n > 1 {
+			ch = i / inner % n
+		}
+		v, ok := integerAt(q, i)
+		if !ok {
+			return nil, fmt.Errorf("data of dtype %s", q.DType)
+		}
+		if z != nil {
+			zv, _ := integerAt(z, ch)
+			v -= zv
+		}
+		out.F32[i] = float32(v) * s.F32[ch]
+	}
+	return out, nil
+}
+
+// integerAt is element i of a u8, i8 or i32 tensor.
+func integerAt(t *compiler.Tensor, i int) (int64, bool) {
+	switch t.DType {
+	case compiler.Uint8:
+		return int64(t.U8[i]), true
+	case compiler.Int8:
+		return int64(t.I8[i]), true
+	case compiler.Int32:
+		return int64(t.I32[i]), true
+	}
+	return 0, false
+}
