@@ -2,11 +2,14 @@ package compiler
 
 import "fmt"
 
-// The integer ops of models ONNX Runtime's dynamic quantiser has quantised
-// already (quantize_dynamic: transformers.js' model_quantized.onnx,
-// optimum's dynamic quantisation): DynamicQuantizeLinear of the
-// activations, MatMulInteger with the quantised weights, and
-// DequantizeLinear after a Gather of a quantised embedding table. The
+// The integer ops of models ONNX Runtime's quantiser has quantised
+// already: dynamically (quantize_dynamic: transformers.js'
+// model_quantized.onnx, optimum's dynamic quantisation)
+// DynamicQuantizeLinear of the activations, MatMulInteger with the
+// quantised weights, and DequantizeLinear after a Gather of a quantised
+// embedding table; statically in the QDQ format (quantize_static, optimum's
+// static quantisation) QuantizeLinear-DequantizeLinear pairs on the
+// activations and DequantizeLinear of the quantised weights. The
 // interpreter runs them as ONNX defines them (runtime/ops); the passes
 // package's DequantizeIntegerOps rewrites them into the float ops they
 // approximate, with the file's weights dequantised, which sqc then
@@ -32,6 +35,31 @@ func onnxQuantOps() []*OpDef {
 			DTypes: DTypeRule{In: []string{"T1", "T2", "T1", "T2"}, Out: []string{"i32"},
 				Vars: map[string][]DType{"T1": {Uint8, Int8}, "T2": {Uint8, Int8}}},
 			Shape: matMulShape,
+		},
+		{
+			Name: "QuantizeLinear", Since: 10,
+			Doc: "Y = clamp(round(X / y_scale) + y_zero_point) to Y's type (u8, or the zero point's: u8 or i8), rounding half to even; y_scale " +
+				"(and y_zero_point, u8 0 when absent) a scalar or, from opset 13, one per index of X's axis (attribute, default 1); " +
+				"blocked quantisation (block_size, opset 21) and output_dtype are not read.",
+			MinInputs: 2, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 1,
+			Attrs: []AttrSpec{{Name: "axis", Kind: AttrInt}, {Name: "saturate", Kind: AttrInt}, {Name: "block_size", Kind: AttrInt},
+				{Name: "output_dtype", Kind: AttrInt}},
+			DTypes: DTypeRule{In: []string{"f32", "f32", "T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": {Uint8, Int8}}},
+			Shape: func(a *InferArgs) ([]Inferred, error) {
+				r := Inferred{Shape: a.in(0).Shape.Clone()}
+				if !a.in(2).Present {
+					r.DType = Uint8
+				}
+				return []Inferred{r}, nil
+			},
+			Check: func(n *Node, _ int64) error {
+				for _, name := range []string{"block_size", "output_dtype"} {
+					if v := n.AttrInt(name, 0); v != 0 {
+						return fmt.Errorf("%s %d is not supported", name, v)
+					}
+				}
+				return nil
+			},
 		},
 		{
 			Name: "DequantizeLinear", Since: 10,

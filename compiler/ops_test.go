@@ -193,6 +193,8 @@ func TestShapeRules(t *testing.T) {
 		{"DynamicQuantizeLinear scale", 14, x + "%q, %y, %z = DynamicQuantizeLinear(%x)", "f32[]"},
 		{"MatMulInteger", 14, x + "%q, %s, %z = DynamicQuantizeLinear(%x)\ninit %w: i8[8, 3] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]\ninit %wz: i8[] = [0]\n%y = MatMulInteger(%q, %w, %z, %wz)", "i32[batch, sequence, 3]"},
 		{"DequantizeLinear", 14, "input %q: u8[batch, 4]\ninit %s: f32[4] = [1, 2, 3, 4]\ninit %z: u8[4] = [1, 2, 3, 4]\n%y = DequantizeLinear(%q, %s, %z) {axis=1}", "f32[batch, 4]"},
+		{"QuantizeLinear", 14, x + "init %s: f32[] = [0.5]\ninit %z: i8[] = [3]\n%y = QuantizeLinear(%x, %s, %z)", "i8[batch, sequence, 8]"},
+		{"QuantizeLinear u8", 14, x + "init %s: f32[] = [0.5]\n%y = QuantizeLinear(%x, %s)", "u8[batch, sequence, 8]"},
 		{"sqc.Gelu", 14, x + "%y = sqc.Gelu(%x)", "f32[batch, sequence, 8]"},
 		{"sqc.Linear", 14, x + "input %w: f32[8, 3]\ninput %b: f32[3]\n%y = sqc.Linear(%x, %w, %b)", "f32[batch, sequence, 3]"},
 		{"sqc.Linear no bias", 14, x + "input %w: f32[8, 3]\n%y = sqc.Linear(%x, %w)", "f32[batch, sequence, 3]"},

@@ -2,6 +2,9 @@ package passes
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
 )
@@ -23,7 +26,13 @@ import (
 //   - DequantizeLinear(Gather(q, ids), s, z) of a constant table with one
 //     scale and zero point becomes Gather(float32(q - z) * s, ids), the
 //     same values: the embedding tables the quantiser stores in 8 bits.
-//   - DequantizeLinear of a constant becomes that constant's values.
+//   - DequantizeLinear(QuantizeLinear(x, s, z), s, z), the same constant
+//     scale and zero point (the static QDQ format's pair on an
+//     activation: quantize_static, optimum's static quantisation),
+//     becomes x: the file's calibrated rounding of activations is dropped
+//     as the dynamic one is.
+//   - DequantizeLinear of a constant becomes that constant's values (the
+//     QDQ format's weights).
 //
 // Graph.Meta["dequantized"] says how many of each it rewrote. Integer ops
 // it does not match stay (the interpreter runs them; the INT8 engine only
@@ -33,7 +42,7 @@ var DequantizeIntegerOps = Pass{Name: "DequantizeIntegerOps", Run: dequantizeInt
 func dequantizeIntegerOps(g *compiler.Graph) (bool, error) {
 	ix := newIndex(g)
 	repl := map[*compiler.Node]*compiler.Node{}
-	var matmuls, gathers, constants int
+	var matmuls, gathers, constants, pairs int
 	for _, n := range g.Nodes {
 		switch n.Op {
 		case "Mul":
@@ -42,6 +51,11 @@ func dequantizeIntegerOps(g *compiler.Graph) (bool, error) {
 				matmuls++
 			}
 		case "DequantizeLinear":
+			if x, ok := quantizedPair(ix, n); ok {
+				repl[n] = &compiler.Node{Name: n.Name, Op: "Identity", Inputs: []string{x}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}
+				pairs++
+				continue
+			}
 			if t, err := dequantizedConstant(ix, n.Inputs, n.AttrInt("axis", 1), true); err == nil && t != nil {
 				g.Initializers[n.Outputs[0]] = t
 				repl[n] = nil
@@ -67,7 +81,16 @@ func dequantizeIntegerOps(g *compiler.Graph) (bool, error) {
 		return false, nil
 	}
 	replaceNodes(g, repl)
-	g.Meta["dequantized"] = fmt.Sprintf("%d MatMulInteger, %d Gather tables, %d constants", matmuls, gathers, constants)
+	var done []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{matmuls, "MatMulInteger"}, {gathers, "Gather tables"}, {constants, "constants"}, {pairs, "QuantizeLinear pairs"}} {
+		if c.n > 0 {
+			done = append(done, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	g.Meta["dequantized"] = strings.Join(done, ", ")
 	return true, nil
 }
 
@@ -140,6 +163,63 @@ func matchIntegerMatMul(ix *index, mul *compiler.Node) (*compiler.Node, bool) {
 		return &compiler.Node{Name: mmi.Name, Op: "MatMul", Inputs: []string{a, b}, Outputs: []string{mul.Outputs[0]}, Attrs: map[string]compiler.Attr{}}, true
 	}
 	return nil, false
+}
+
+// quantizedPair returns x where DequantizeLinear node dq reads
+// QuantizeLinear(x) with the same constant scale, zero point and axis:
+// the static QDQ format's rounding of an activation, which sqc's own
+// calibrated quantisation replaces.
+func quantizedPair(ix *index, dq *compiler.Node) (string, bool) {
+	q := ix.producedBy(dq.Inputs[0], "QuantizeLinear")
+	if q == nil {
+		return "", false
+	}
+	param := func(n *compiler.Node, i int) *compiler.Tensor {
+		if i < len(n.Inputs) && n.Inputs[i] != "" {
+			return ix.constant(n.Inputs[i])
+		}
+		return nil
+	}
+	for i := 1; i <= 2; i++ {
+		a, b := param(q, i), param(dq, i)
+		present := func(n *compiler.Node) bool { return i < len(n.Inputs) && n.Inputs[i] != "" }
+		switch {
+		case present(q) != present(dq):
+			return "", false
+		case !present(q):
+		case a == nil || b == nil || !sameTensor(a, b):
+			return "", false
+		}
+	}
+	if s := param(q, 1); compiler.NumElements(s.Shape) > 1 && q.AttrInt("axis", 1) != dq.AttrInt("axis", 1) {
+		return "", false
+	}
+	return q.Inputs[0], true
+}
+
+// sameTensor reports whether two constants have the same dtype, shape
+// and elements.
+func sameTensor(a, b *compiler.Tensor) bool {
+	if a.DType != b.DType || !slices.Equal(a.Shape, b.Shape) {
+		return false
+	}
+	for i := range compiler.NumElements(a.Shape) {
+		x, okx := integerAt(a, int(i))
+		y, oky := integerAt(b, int(i))
+		switch {
+		case okx && oky:
+			if x != y {
+				return false
+			}
+		case a.DType == compiler.Float32:
+			if math.Float32bits(a.F32[i]) != math.Float32bits(b.F32[i]) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // dynamicOperand returns the float input and the scale of the

@@ -1,7 +1,6 @@
 package passes
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -54,7 +53,7 @@ func TestDequantizeIntegerOps(t *testing.T) {
 		g := integerMatMulGraph(t, dynamicX, mul)
 		after := applyPass(t, g, DequantizeIntegerOps, EliminateDeadNodes)
 		wantOps(t, after, map[string]int{"MatMul": 1, "Gather": 1})
-		if d := after.Meta["dequantized"]; d != "1 MatMulInteger, 1 Gather tables, 0 constants" {
+		if d := after.Meta["dequantized"]; d != "1 MatMulInteger, 1 Gather tables" {
 			t.Errorf("Meta[dequantized] = %q", d)
 		}
 		for _, n := range after.Nodes {
@@ -80,7 +79,7 @@ func TestDequantizeIntegerOps(t *testing.T) {
 	} {
 		g := integerMatMulGraph(t, c.quantizeX, c.mul)
 		runPasses(t, g, DequantizeIntegerOps)
-		if d := g.Meta["dequantized"]; !strings.HasPrefix(d, "0 MatMulInteger, 1 Gather") {
+		if d := g.Meta["dequantized"]; d != "1 Gather tables" {
 			t.Errorf("%s: Meta[dequantized] = %q, want the Gather rewritten and the MatMulInteger kept", name, d)
 		}
 	}
@@ -107,4 +106,39 @@ func TestDequantizeConstant(t *testing.T) {
 		}
 	}
 	wantEquivalent(t, g, after, map[string]*compiler.Tensor{"x": randomF32(3, 2, 3)}, 0)
+}
+
+// TestDequantizeQDQPairs: the QDQ format's QuantizeLinear-DequantizeLinear
+// pair on an activation (the same constant scale and zero point, here
+// equal constants of other names) is dropped, so the MatMul reads x; a
+// pair whose DequantizeLinear has another scale is a real rescaling and
+// stays.
+func TestDequantizeQDQPairs(t *testing.T) {
+	build := func(dqScale string) *compiler.Graph {
+		return parseGraph(t, `graph "qdq" opset 14 {
+  input %x: f32[batch, 3]
+  init %x_scale: f32[] = [0.02]
+  init %x_zero_point: u8[] = [128]
+  init %x_scale2: f32[] = [`+dqScale+`]
+  init %x_zero_point2: u8[] = [128]
+  init %w: f32[3, 2] = [1, 2, 3, 4, 5, 6]
+  %x_q: u8[batch, 3] = QuantizeLinear(%x, %x_scale, %x_zero_point)
+  %x_dq: f32[batch, 3] = DequantizeLinear(%x_q, %x_scale2, %x_zero_point2)
+  %y: f32[batch, 2] = MatMul(%x_dq, %w)
+  output %y: f32[batch, 2]
+}`)
+	}
+	g := build("0.02")
+	after := applyPass(t, g, DequantizeIntegerOps, EliminateDeadNodes)
+	wantOps(t, after, map[string]int{"MatMul": 1})
+	if d := after.Meta["dequantized"]; d != "1 QuantizeLinear pairs" {
+		t.Errorf("Meta[dequantized] = %q", d)
+	}
+	x := randomF32(5, 2, 3)
+	// Dropping the pair drops the rounding to steps of 0.02 (|w| <= 6,
+	// a sum of 3).
+	wantEquivalent(t, g, after, map[string]*compiler.Tensor{"x": x}, 3*6*0.01)
+	if after := applyPass(t, build("0.04"), DequantizeIntegerOps); OpHistogram(after)["QuantizeLinear"] != 1 {
+		t.Errorf("a pair of two scales was dropped:\n%s", after.Text())
+	}
 }

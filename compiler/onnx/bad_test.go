@@ -125,18 +125,18 @@ func TestUnsupportedOpsAllReported(t *testing.T) {
 }
 
 // TestUnsupportedOpsGrouped: a model ONNX Runtime's static quantiser
-// made (a QuantizeLinear and QLinearMatMuls per Linear) gets one line per
-// op with a few node names, and the advice to give sqc the FP32 model or
-// the dynamically quantised one.
+// made in its QOperator format (QLinearMatMuls, a QLinearConv) gets one
+// line per op with a few node names, and the advice to give sqc the FP32
+// model or the dynamically quantised one.
 func TestUnsupportedOpsGrouped(t *testing.T) {
 	m := tinyModel()
 	for i := range 5 {
 		m.Graph.Node = append(m.Graph.Node, node("QLinearMatMul", fmt.Sprintf("mmi%d", i), []string{"y", "y"}, []string{fmt.Sprintf("i%d", i)}))
 	}
-	m.Graph.Node = append(m.Graph.Node, node("QuantizeLinear", "ql", []string{"y"}, []string{"q"}))
+	m.Graph.Node = append(m.Graph.Node, node("QLinearConv", "ql", []string{"y"}, []string{"q"}))
 	_, err := Decode(marshal(t, m), "model_quantized.onnx")
 	wantBad(t, err, compiler.ErrUnsupportedOp, "model_quantized.onnx",
-		"in 6 node(s)", "QLinearMatMul (opset 14) in 5 nodes: mmi0, mmi1, mmi2 and 2 more", "QuantizeLinear (opset 14) in node ql",
+		"in 6 node(s)", "QLinearMatMul (opset 14) in 5 nodes: mmi0, mmi1, mmi2 and 2 more", "QLinearConv (opset 14) in node ql",
 		"quantised already", "give it the FP32 export", "dynamically quantised")
 	if strings.Contains(err.Error(), "mmi3") {
 		t.Errorf("the message names more than %d nodes of one op: %v", unsupportedNamesShown, err)

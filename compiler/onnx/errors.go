@@ -56,13 +56,14 @@ type UnsupportedOpsError struct {
 // unsupportedNamesShown is how many node names the message gives per op.
 const unsupportedNamesShown = 3
 
-// quantizedOps are the ops of models ONNX Runtime's quantiser (or a QDQ
-// export) has quantised in a form sqc does not read: its static (QLinear,
-// QDQ) forms and com.microsoft's fused ones. Dynamic quantisation
-// (DynamicQuantizeLinear, MatMulInteger, DequantizeLinear) is read, and
+// quantizedOps are the ops of models ONNX Runtime's quantiser has
+// quantised in a form sqc does not read: its QOperator format (QLinear*,
+// *Integer convolutions) and com.microsoft's fused ones. Dynamic
+// quantisation (DynamicQuantizeLinear, MatMulInteger, DequantizeLinear)
+// and the QDQ format (QuantizeLinear, DequantizeLinear) are read, and
 // dequantised by passes.DequantizeIntegerOps.
 var quantizedOps = map[string]bool{
-	"QLinearMatMul": true, "QuantizeLinear": true, "ConvInteger": true, "QLinearConv": true,
+	"QLinearMatMul": true, "ConvInteger": true, "QLinearConv": true,
 	"com.microsoft.DynamicQuantizeMatMul": true, "com.microsoft.MatMulIntegerToFloat": true,
 	"com.microsoft.QAttention": true, "com.microsoft.QGemm": true, "com.microsoft.DynamicQuantizeLSTM": true,
 	"com.microsoft.QuantizeLinear": true, "com.microsoft.DequantizeLinear": true,
@@ -108,10 +109,10 @@ func (e *UnsupportedOpsError) Error() string {
 	}
 	switch {
 	case quantized:
-		b.WriteString(". The model is quantised already, in a form sqc does not read (ONNX Runtime's static quantisation, a QDQ export " +
-			"or ONNX Runtime's fused quantised ops made these nodes); sqc reads FP32 models and ONNX Runtime's dynamic quantisation " +
-			"(quantize_dynamic: DynamicQuantizeLinear, MatMulInteger, DequantizeLinear) and quantises them itself: give it the FP32 export " +
-			"(e.g. onnx/model.onnx) or the dynamically quantised one (model_quantized.onnx)")
+		b.WriteString(". The model is quantised already, in a form sqc does not read (ONNX Runtime's QOperator format or its fused quantised ops " +
+			"made these nodes); sqc reads FP32 models, ONNX Runtime's dynamic quantisation (quantize_dynamic: DynamicQuantizeLinear, MatMulInteger, " +
+			"DequantizeLinear) and its QDQ format (QuantizeLinear, DequantizeLinear), and quantises them itself: give it the FP32 export " +
+			"(e.g. onnx/model.onnx) or a dynamically quantised or QDQ one (model_quantized.onnx)")
 	case msDomain:
 		fmt.Fprintf(&b, ". com.microsoft ops are ONNX Runtime's own, made by its transformer optimizer; sqc reads those of its BERT fusions (%s), not these: "+
 			"give sqc the export before that optimisation (e.g. onnx/model.onnx)", strings.Join(slices.Sorted(maps.Keys(contribExpanders)), ", "))

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/compiler/onnx/internal/onnxpb"
 	"github.com/sqc-dev/sqc/internal/testmodels"
 	"github.com/sqc-dev/sqc/passes"
@@ -202,19 +203,180 @@ func (q dynamicQuantizer) convert(t testing.TB, m *onnxpb.ModelProto) *onnxpb.Mo
 	return m
 }
 
-// quantizedForm is one dynamically quantised test model.
+// qdqQuantizer quantises a float32 model as ONNX Runtime's quantize_static
+// does in its QDQ format (optimum's static quantisation):
+//   - each float activation read by a MatMul or Transpose passes
+//     through QuantizeLinear and DequantizeLinear (one pair per tensor,
+//     shared by its readers), u8 with the scale and zero point of its
+//     range over calibration batches;
+//   - each MatMul's constant B and each Gather's constant table is stored
+//     quantised (s8 symmetric per column, u8 per tensor) and read through
+//     DequantizeLinear.
+//
+// With twin set it writes the float32 model with those weights and tables
+// replaced by their dequantised values, and no activation rounding.
+type qdqQuantizer struct {
+	twin bool
+}
+
+// qdqActivationOps are the ops whose float activation inputs get a pair.
+// Not Softmax: its input holds the mask's float32 lowest, whose range no
+// 8-bit code spans (the scores would all round to one code).
+var qdqActivationOps = map[string]bool{"MatMul": true, "Transpose": true}
+
+// convert returns the QDQ (or twin) copy of m, calibrated on ref's first
+// 32 sentences.
+func (q qdqQuantizer) convert(t testing.TB, m *onnxpb.ModelProto, ref *testmodels.Reference) *onnxpb.ModelProto {
+	t.Helper()
+	m = proto.Clone(m).(*onnxpb.ModelProto)
+	gp := m.Graph
+	inits := map[string]*onnxpb.TensorProto{}
+	for _, tp := range gp.Initializer {
+		inits[tp.GetName()] = tp
+	}
+	constant := func(name string) *compiler.Tensor {
+		tp := inits[name]
+		if tp == nil || tp.GetDataType() != int32(onnxpb.TensorProto_FLOAT) {
+			return nil
+		}
+		_, x, err := DecodeTensor(marshal(t, tp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	ranges := q.calibrate(t, m, ref, func(name string) bool { return inits[name] == nil })
+	weights := dynamicQuantizer{signed: true, perChannel: true}
+	var nodes []*onnxpb.NodeProto
+	paired := map[string]bool{}
+	dequantizeWeight := func(name string, x *compiler.Tensor, signed, perColumn bool) string {
+		data, scale, zp, deq := weights.quantize(name, x, signed, perColumn)
+		if q.twin {
+			*inits[name] = *f32Raw(name, x.Shape, deq...)
+			return name
+		}
+		gp.Initializer = append(gp.Initializer, data, scale, zp)
+		out := name + "_DequantizeLinear_Output"
+		nodes = append(nodes, node("DequantizeLinear", name+"_DequantizeLinear", []string{data.GetName(), scale.GetName(), zp.GetName()}, []string{out}, intAttr("axis", 1)))
+		return out
+	}
+	for _, np := range gp.Node {
+		switch op := np.GetOpType(); {
+		case op == "Gather":
+			if table := constant(np.Input[0]); table != nil && len(table.Shape) == 2 {
+				np.Input[0] = dequantizeWeight(np.Input[0], table, false, false)
+			}
+		case qdqActivationOps[op]:
+			for i, in := range np.Input {
+				if w := constant(in); w != nil && op == "MatMul" && i == 1 && len(w.Shape) == 2 {
+					np.Input[i] = dequantizeWeight(in, w, true, true)
+					continue
+				}
+				r, ok := ranges[in]
+				if !ok || q.twin {
+					continue
+				}
+				if !paired[in] {
+					paired[in] = true
+					s, z, _, _ := weights.quantParams(r[0], r[1], false)
+					gp.Initializer = append(gp.Initializer, f32Raw(in+"_scale", nil, s),
+						&onnxpb.TensorProto{Name: proto.String(in + "_zero_point"), DataType: proto.Int32(int32(onnxpb.TensorProto_UINT8)), RawData: []byte{byte(z)}})
+					nodes = append(nodes,
+						node("QuantizeLinear", in+"_QuantizeLinear", []string{in, in + "_scale", in + "_zero_point"}, []string{in + "_QuantizeLinear_Output"}),
+						node("DequantizeLinear", in+"_DequantizeLinear", []string{in + "_QuantizeLinear_Output", in + "_scale", in + "_zero_point"}, []string{in + "_DequantizeLinear_Output"}))
+				}
+				np.Input[i] = in + "_DequantizeLinear_Output"
+			}
+		}
+		nodes = append(nodes, np)
+	}
+	gp.Node = nodes
+	if !q.twin {
+		used := map[string]bool{}
+		for _, np := range gp.Node {
+			for _, in := range np.Input {
+				used[in] = true
+			}
+		}
+		kept := gp.Initializer[:0]
+		for _, tp := range gp.Initializer {
+			if used[tp.GetName()] {
+				kept = append(kept, tp)
+			}
+		}
+		gp.Initializer, gp.ValueInfo = kept, nil
+	}
+	return m
+}
+
+// calibrate returns the [min, max] over ref's first 32 sentences (in
+// batches of 8) of every float activation a QDQ pair would go on.
+func (q qdqQuantizer) calibrate(t testing.TB, m *onnxpb.ModelProto, ref *testmodels.Reference, activation func(string) bool) map[string][2]float32 {
+	t.Helper()
+	g, err := Decode(marshal(t, m), "calibration.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.InferShapes(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, n := range g.Nodes {
+		if !qdqActivationOps[n.Op] {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if v, ok := g.ValueInfo(in); ok && v.DType == compiler.Float32 && activation(in) && !seen[in] {
+				seen[in] = true
+				g.Outputs = append(g.Outputs, &compiler.Value{Name: in, DType: compiler.Float32})
+			}
+		}
+	}
+	it, err := interp.New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := map[string][2]float32{}
+	for at := 0; at < 32; at += 8 {
+		in, err := testmodels.Inputs(g, ref.Examples[at:at+8])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := it.Run(in, &interp.Options{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name := range seen {
+			r, ok := ranges[name]
+			if !ok {
+				r = [2]float32{float32(math.Inf(1)), float32(math.Inf(-1))}
+			}
+			for _, v := range out[name].F32 {
+				r[0], r[1] = min(r[0], v), max(r[1], v)
+			}
+			ranges[name] = r
+		}
+	}
+	return ranges
+}
+
+// quantizedForm is one quantised test model: dynamically (q), or in the
+// static QDQ format (qdq).
 type quantizedForm struct {
 	name, model string
 	q           dynamicQuantizer
+	qdq         bool
 }
 
 var quantizedForms = []quantizedForm{
 	// transformers.js' model_quantized.onnx: u8 weights per tensor.
-	{"bert-u8-per-tensor", "sst2-bert-mini", dynamicQuantizer{}},
+	{name: "bert-u8-per-tensor", model: "sst2-bert-mini", q: dynamicQuantizer{}},
 	// optimum's --avx512_vnni-style dynamic quantisation: s8 per channel;
 	// here also over the reduced range and with the attention's MatMuls.
-	{"bert-s8-per-channel-all-matmuls", "sst2-bert-mini", dynamicQuantizer{signed: true, perChannel: true, reduceRange: true, allMatMuls: true}},
-	{"distilbert-u8-per-channel", "sst2-distilbert-tiny", dynamicQuantizer{perChannel: true}},
+	{name: "bert-s8-per-channel-all-matmuls", model: "sst2-bert-mini", q: dynamicQuantizer{signed: true, perChannel: true, reduceRange: true, allMatMuls: true}},
+	{name: "distilbert-u8-per-channel", model: "sst2-distilbert-tiny", q: dynamicQuantizer{perChannel: true}},
+	// optimum's static quantisation, QDQ format.
+	{name: "bert-qdq-static", model: "sst2-bert-mini", qdq: true},
 }
 
 // quantizedModels returns the form's model directory, its quantised file
@@ -230,14 +392,22 @@ func quantizedModels(t *testing.T, f quantizedForm) (dir string, quantized, twin
 	if err := proto.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
+	if f.qdq {
+		ref, err := testmodels.LoadReference(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, marshal(t, qdqQuantizer{}.convert(t, &m, ref)), marshal(t, qdqQuantizer{twin: true}.convert(t, &m, ref))
+	}
 	tw := f.q
 	tw.twin = true
 	return dir, marshal(t, f.q.convert(t, &m)), marshal(t, tw.convert(t, &m))
 }
 
-// TestDynamicQuantizedBERT: the shared models quantised as ONNX Runtime's
-// quantize_dynamic quantises them load (their integer ops are in sqc's op
-// table and run in its interpreter), and sqc's passes make of each the
+// TestQuantizedBERT: the shared models quantised as ONNX Runtime's
+// quantize_dynamic and quantize_static (QDQ) quantise them load (their
+// integer ops are in sqc's op table and run in its interpreter), and
+// sqc's passes make of each the
 // float model it approximates: the same logits, bit for bit, as its
 // float32 twin (the model with the file's dequantised weights), the same
 // canonical ops as the float32 TorchScript export, and
@@ -245,7 +415,7 @@ func quantizedModels(t *testing.T, f quantizedForm) (dir string, quantized, twin
 // float32 logits the file as ONNX Runtime means it (activations
 // quantised too) and sqc's float reading of it differ by the weights'
 // (and activations') 8 bits. SQC_QUANTIZED_MODEL_OUT=dir saves each form.
-func TestDynamicQuantizedBERT(t *testing.T) {
+func TestQuantizedBERT(t *testing.T) {
 	torchOps := torchCanonicalOps{}
 	for _, f := range quantizedForms {
 		t.Run(f.name, func(t *testing.T) {
@@ -277,12 +447,12 @@ func TestDynamicQuantizedBERT(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if d := g.Meta["dequantized"]; !strings.Contains(d, "MatMulInteger") {
+			if d := g.Meta["dequantized"]; !strings.Contains(d, "MatMulInteger") && !strings.Contains(d, "QuantizeLinear pairs") {
 				t.Errorf("Meta[dequantized] = %q", d)
 			}
 			for _, n := range g.Nodes {
 				switch n.Op {
-				case "DynamicQuantizeLinear", "MatMulInteger", "DequantizeLinear":
+				case "DynamicQuantizeLinear", "MatMulInteger", "QuantizeLinear", "DequantizeLinear":
 					t.Errorf("%s %s left after the passes", n.Op, n.Name)
 				}
 			}
@@ -317,11 +487,11 @@ func canonicalOpsOfCanonical(g *compiler.Graph) map[string]int {
 	return ops
 }
 
-// TestDynamicQuantizedBERTInONNXRuntime: ONNX Runtime runs every
+// TestQuantizedBERTInONNXRuntime: ONNX Runtime runs every
 // quantised form to the logits sqc's interpreter gives the file as ONNX
 // defines it (its integer ops included), or the test models would not be
 // the files ONNX Runtime's quantiser writes.
-func TestDynamicQuantizedBERTInONNXRuntime(t *testing.T) {
+func TestQuantizedBERTInONNXRuntime(t *testing.T) {
 	for _, f := range quantizedForms {
 		t.Run(f.name, func(t *testing.T) {
 			dir, quantized, _ := quantizedModels(t, f)
@@ -351,5 +521,5 @@ func TestDynamicQuantizedBERTInONNXRuntime(t *testing.T) {
 // but float32 sums in another order elsewhere (LayerNorm, softmax), whose
 // last-bit differences tip an activation's code by one where it lies on a
 // rounding boundary (measured: 9.5e-7 DistilBERT, 4.9e-4 BERT, 2.0e-3
-// with the attention's MatMuls quantised too).
+// with the attention's MatMuls quantised too, 2.7e-3 QDQ).
 const quantizedORTTolerance = 5e-3

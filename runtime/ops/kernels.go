@@ -104,5 +104,6 @@ var kernels = map[string]kernelSpec{
 
 	"DynamicQuantizeLinear": {dynamicQuantizeLinear, 1, 1, 3},
 	"MatMulInteger":         {matMulInteger, 2, 4, 1},
+	"QuantizeLinear":        {quantizeLinear, 2, 3, 1},
 	"DequantizeLinear":      {dequantizeLinear, 2, 3, 1},
 }

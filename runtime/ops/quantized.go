@@ -168,3 +168,63 @@ func dequantizeLinear(c *call) ([]*Tensor, error) {
 	}
 	return []*Tensor{y}, nil
 }
+
+// quantizeLinear is ONNX QuantizeLinear (per tensor, or per axis from
+// opset 13; not blocked) into u8, or the zero point's type.
+func quantizeLinear(c *call) ([]*Tensor, error) {
+	x, scale := c.in[0], c.in[1]
+	var zp *Tensor
+	if len(c.in) > 2 {
+		zp = c.in[2]
+	}
+	if x.DType != Float32 || scale.DType != Float32 {
+		return nil, fmt.Errorf("%w: QuantizeLinear of %s by a %s scale, want f32", ErrDTypeMismatch, x.DType, scale.DType)
+	}
+	if c.node.Attrs.Int("block_size", 0) != 0 || c.node.Attrs.Int("output_dtype", 0) != 0 {
+		return nil, fmt.Errorf("%w: QuantizeLinear with block_size or output_dtype", ErrUnsupportedOp)
+	}
+	axis := 0
+	if len(scale.F32) > 1 {
+		a, err := normAxis(c.node.Attrs.Int("axis", 1), len(x.Shape))
+		if err != nil {
+			return nil, err
+		}
+		axis = a
+	}
+	per, err := perAxis(x.Shape, len(scale.F32), axis, "QuantizeLinear scale")
+	if err != nil {
+		return nil, err
+	}
+	out, lo, hi := Uint8, float32(0), float32(255)
+	var zs []int64
+	if zp != nil {
+		if zs, err = integerValues(zp, "QuantizeLinear zero point"); err != nil {
+			return nil, err
+		}
+		if len(zs) != len(scale.F32) {
+			return nil, fmt.Errorf("%w: QuantizeLinear zero point %v for scale %v", ErrShapeMismatch, zp.Shape, scale.Shape)
+		}
+		switch zp.DType {
+		case Int8:
+			out, lo, hi = Int8, -128, 127
+		case Uint8:
+		default:
+			return nil, unsupported(zp.DType)
+		}
+	}
+	y := NewTensor(out, x.Shape...)
+	for i, v := range x.F32 {
+		ch := per(i)
+		q := roundHalfEven(v / scale.F32[ch])
+		if zs != nil {
+			q += float32(zs[ch])
+		}
+		q = min(max(q, lo), hi)
+		if out == Int8 {
+			y.I8[i] = int8(q)
+		} else {
+			y.U8[i] = uint8(q)
+		}
+	}
+	return []*Tensor{y}, nil
+}
