@@ -46,6 +46,7 @@ var contribExpanders = map[string]func(e *contribExpander, n *compiler.Node) err
 	"Attention":               (*contribExpander).attention,
 	"MultiHeadAttention":      (*contribExpander).multiHeadAttention,
 	"LayerNormalization":      (*contribExpander).layerNorm,
+	"MatMulNBits":             (*contribExpander).matMulNBits,
 }
 
 // isContribOp reports whether sqc expands op of domain com.microsoft.

@@ -358,6 +358,17 @@ func TestContribRefused(t *testing.T) {
 	skipStats.Graph.Node[0].Output = []string{"y", "mean"}
 	skipStats.Graph.Initializer = []*onnxpb.TensorProto{f32Raw("gamma", []int64{4}, 1, 1, 1, 1)}
 	skipStats.Graph.Output = append(skipStats.Graph.Output, tensorInfo("mean", onnxpb.TensorProto_FLOAT))
+	// MatMulNBits of a ([2, 3, 4]: K 4) by N 2 columns of one block of 16
+	// 4-bit codes (8 bytes each).
+	nbits := func(codes int, bits int64, extra ...string) *onnxpb.ModelProto {
+		m := oneContribOp("MatMulNBits", nil, intAttr("K", 4), intAttr("N", 2), intAttr("bits", bits), intAttr("block_size", 16))
+		m.Graph.Node[0].Input = append([]string{"a", "codes", "scales"}, extra...)
+		m.Graph.Initializer = []*onnxpb.TensorProto{
+			{Name: proto.String("codes"), DataType: proto.Int32(int32(onnxpb.TensorProto_UINT8)), Dims: []int64{int64(codes)}, RawData: make([]byte, codes)},
+			f32Raw("scales", []int64{2}, 1, 1), i64Typed("g_idx", []int64{4}, 0, 1, 2, 3),
+		}
+		return m
+	}
 	withPast := oneContribOp("MultiHeadAttention", []int64{2, 3, 4}, intAttr("num_heads", 2))
 	withPast.Graph.Node[0].Input = []string{"a", "b", "b", "", "", "", "b"}
 	for _, tc := range []struct {
@@ -371,6 +382,9 @@ func TestContribRefused(t *testing.T) {
 		{"FusedMatMul batch transpose", oneContribOp("FusedMatMul", []int64{2, 4, 5}, intAttr("transBatchA", 1)), []string{"transBatchA"}},
 		{"SkipLayerNorm mean read", skipStats, []string{"output 1 (mean"}},
 		{"unknown contrib op", oneContribOp("QAttention", []int64{4}), []string{"com.microsoft.QAttention", "quantised already"}},
+		{"MatMulNBits codes short", nbits(15, 4), []string{"the_op", "B is u8[15], want u8 with 16 elements"}},
+		{"MatMulNBits 3 bits", nbits(16, 3), []string{"bits = 3"}},
+		{"MatMulNBits g_idx", nbits(16, 4, "", "g_idx"), []string{"g_idx"}},
 		{"Attention unidirectional", oneContribOp("Attention", []int64{4, 12}, intAttr("num_heads", 2), intAttr("unidirectional", 1)), []string{"unidirectional"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

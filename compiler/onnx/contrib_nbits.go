@@ -1,0 +1,94 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// matMulNBits: ONNX Runtime's MatMulNBits (transformers.js' model_q4.onnx
+// and model_q4f16.onnx, ORT's MatMul4BitsQuantizer): Y = A · W (+ bias)
+// with W [K, N] stored as N columns of ceil(K / block_size) blocks of
+// `bits`-bit codes, lowest bits first, each block with a scale and a
+// zero point (packed codes of the same width, one row of blocks per
+// column; 2^(bits-1) when absent). W is dequantised here, exactly:
+// float32(q - zero point) * scale, which is what the op multiplies by
+// (accuracy_level only lets ONNX Runtime compute the product in lower
+// precision), and the node becomes MatMul (and Add) of the float weight,
+// which sqc quantises itself.
+func (e *contribExpander) matMulNBits(n *compiler.Node) error {
+	if err := need(n, 0, 1, 2); err != nil {
+		return err
+	}
+	if input(n, 4) != "" {
+		return fmt.Errorf("%w: g_idx (act-order column indices) is not supported", errContrib)
+	}
+	bits, bs := n.AttrInt("bits", 4), n.AttrInt("block_size", 0)
+	k, cols := n.AttrInt("K", 0), n.AttrInt("N", 0)
+	if bits != 4 && bits != 8 {
+		return fmt.Errorf("%w: bits = %d (sqc reads 4 and 8)", errContrib, bits)
+	}
+	if bs < 16 || bs&(bs-1) != 0 || k <= 0 || cols <= 0 || k > 1<<24 || cols > 1<<24 {
+		return fmt.Errorf("%w: block_size %d, K %d, N %d (want a power of 2 >= 16 and positive sizes)", compiler.ErrMalformed, bs, k, cols)
+	}
+	blocks := (k + bs - 1) / bs
+	blob := bs * bits / 8
+	constant := func(i int, what string, dt compiler.DType, elems int64) (*compiler.Tensor, error) {
+		t, ok := e.g.Initializers[input(n, i)]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s (input %d) must be an initializer", errContrib, what, i)
+		}
+		if t.DType != dt || compiler.NumElements(t.Shape) != elems {
+			return nil, fmt.Errorf("%w: %s is %s%v, want %s with %d elements for K %d, N %d, block_size %d, bits %d",
+				compiler.ErrShapeMismatch, what, t.DType, t.Shape, dt, elems, k, cols, bs, bits)
+		}
+		return t, nil
+	}
+	codes, err := constant(1, "B", compiler.Uint8, cols*blocks*blob)
+	if err != nil {
+		return err
+	}
+	scales, err := constant(2, "scales", compiler.Float32, cols*blocks)
+	if err != nil {
+		return err
+	}
+	var zps *compiler.Tensor
+	zpRow := (blocks*bits + 7) / 8 // bytes of one column's packed zero points
+	if input(n, 3) != "" {
+		if t, ok := e.g.Initializers[input(n, 3)]; ok && t.DType != compiler.Uint8 {
+			return fmt.Errorf("%w: zero points of type %s (sqc reads packed uint8 ones)", errContrib, t.DType)
+		}
+		if zps, err = constant(3, "zero_points", compiler.Uint8, cols*zpRow); err != nil {
+			return err
+		}
+	}
+	// code returns the bits-wide value number i of packed bytes p.
+	code := func(p []uint8, i int64) int64 {
+		if bits == 8 {
+			return int64(p[i])
+		}
+		return int64(p[i/2]>>(4*(i%2))) & 0xF
+	}
+	w := compiler.NewTensor(compiler.Float32, k, cols)
+	for c := range cols {
+		for b := range blocks {
+			zp := int64(1) << (bits - 1)
+			if zps != nil {
+				zp = code(zps.U8[c*zpRow:(c+1)*zpRow], b)
+			}
+			s := scales.F32[c*blocks+b]
+			blk := codes.U8[(c*blocks+b)*blob : (c*blocks+b+1)*blob]
+			for i := range min(bs, k-b*bs) {
+				w.F32[(b*bs+i)*cols+c] = float32(code(blk, i)-zp) * s
+			}
+		}
+	}
+	name := e.b.Fresh(scope(n) + "/dequantized_weight")
+	e.g.Initializers[name] = w
+	y := e.b.Op("MatMul", scope(n)+"/MatMul", n.Inputs[0], name)
+	if bias := input(n, 5); bias != "" {
+		y = e.b.Op("Add", scope(n)+"/bias", y, bias)
+	}
+	e.finish(n, y)
+	return nil
+}
