@@ -47,6 +47,8 @@ var contribExpanders = map[string]func(e *contribExpander, n *compiler.Node) err
 	"MultiHeadAttention":      (*contribExpander).multiHeadAttention,
 	"LayerNormalization":      (*contribExpander).layerNorm,
 	"MatMulNBits":             (*contribExpander).matMulNBits,
+	"DynamicQuantizeMatMul":   (*contribExpander).dynamicQuantizeMatMul,
+	"MatMulIntegerToFloat":    (*contribExpander).matMulIntegerToFloat,
 }
 
 // isContribOp reports whether sqc expands op of domain com.microsoft.

@@ -92,3 +92,51 @@ func (e *contribExpander) matMulNBits(n *compiler.Node) error {
 	e.finish(n, y)
 	return nil
 }
+
+// dynamicQuantizeMatMul: ONNX Runtime's DynamicQuantizeMatMul(A, B,
+// b_scale[, b_zero_point[, bias]]), the fusion its optimizer makes of
+// quantize_dynamic's chain, written back as that chain: A's u8 codes by
+// DynamicQuantizeLinear, then as matMulIntegerToFloat. Its kernel computes
+// exactly this (the codes' int32 product scaled by a_scale * b_scale, then
+// the bias); passes.DequantizeIntegerOps then reads it as quantize_dynamic's
+// own.
+func (e *contribExpander) dynamicQuantizeMatMul(n *compiler.Node) error {
+	if err := need(n, 0, 1, 2); err != nil {
+		return err
+	}
+	s := scope(n)
+	q, scale, zp := e.b.Fresh(s+"/A_quantized"), e.b.Fresh(s+"/A_scale"), e.b.Fresh(s+"/A_zero_point")
+	e.g.Nodes = append(e.g.Nodes, &compiler.Node{Name: s + "/DynamicQuantizeLinear", Op: "DynamicQuantizeLinear", Inputs: []string{n.Inputs[0]},
+		Outputs: []string{q, scale, zp}, Attrs: map[string]compiler.Attr{}})
+	e.finish(n, e.integerMatMul(s, q, n.Inputs[1], zp, input(n, 3), scale, n.Inputs[2], input(n, 4)))
+	return nil
+}
+
+// matMulIntegerToFloat: ONNX Runtime's MatMulIntegerToFloat(A, B, a_scale,
+// b_scale[, a_zero_point[, b_zero_point[, bias]]]) = float32(MatMulInteger(A,
+// B, a_zero_point, b_zero_point)) * (a_scale * b_scale) + bias, written
+// as those ops: quantize_dynamic's chain, which its optimizer fuses into
+// this.
+func (e *contribExpander) matMulIntegerToFloat(n *compiler.Node) error {
+	if err := need(n, 0, 1, 2, 3); err != nil {
+		return err
+	}
+	e.finish(n, e.integerMatMul(scope(n), n.Inputs[0], n.Inputs[1], input(n, 4), input(n, 5), n.Inputs[2], n.Inputs[3], input(n, 6)))
+	return nil
+}
+
+// integerMatMul emits quantize_dynamic's chain: Cast<f32>(MatMulInteger(a,
+// b, aZP, bZP)) * (aScale * bScale), plus bias when given.
+func (e *contribExpander) integerMatMul(s, a, b, aZP, bZP, aScale, bScale, bias string) string {
+	in := []string{a, b, aZP, bZP}
+	for len(in) > 2 && in[len(in)-1] == "" {
+		in = in[:len(in)-1]
+	}
+	acc := e.b.Op("MatMulInteger", s+"/MatMulInteger", in...)
+	f := e.b.OpAttrs("Cast", s+"/Cast", map[string]compiler.Attr{"to": compiler.IntAttr(compiler.Float32.ONNX())}, acc)
+	y := e.b.Op("Mul", s+"/output_scale", f, e.b.Op("Mul", s+"/scales", aScale, bScale))
+	if bias != "" {
+		y = e.b.Op("Add", s+"/bias", y, bias)
+	}
+	return y
+}

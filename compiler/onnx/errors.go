@@ -64,7 +64,6 @@ const unsupportedNamesShown = 3
 // dequantised by passes.DequantizeIntegerOps.
 var quantizedOps = map[string]bool{
 	"QLinearMatMul": true, "ConvInteger": true, "QLinearConv": true,
-	"com.microsoft.DynamicQuantizeMatMul": true, "com.microsoft.MatMulIntegerToFloat": true,
 	"com.microsoft.QAttention": true, "com.microsoft.QGemm": true, "com.microsoft.DynamicQuantizeLSTM": true,
 	"com.microsoft.QuantizeLinear": true, "com.microsoft.DequantizeLinear": true,
 }

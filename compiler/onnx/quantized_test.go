@@ -523,3 +523,69 @@ func TestQuantizedBERTInONNXRuntime(t *testing.T) {
 // rounding boundary (measured: 9.5e-7 DistilBERT, 4.9e-4 BERT, 2.0e-3
 // with the attention's MatMuls quantised too, 2.7e-3 QDQ).
 const quantizedORTTolerance = 5e-3
+
+// TestQuantizedBERTOptimizedByONNXRuntime: the dynamically quantised forms
+// as ONNX Runtime's optimizer saves them (a session's
+// optimized_model_filepath: its quantised chains fused into
+// DynamicQuantizeMatMul and MatMulIntegerToFloat, beside its BERT
+// fusions) load, their fused ops written back as quantize_dynamic's
+// chains, and the passes make of them the float model with the file's
+// dequantised weights: the TorchScript export's canonical ops, its twin's
+// logits bit for bit, and ONNX Runtime's logits on the optimised file as
+// sqc's interpreter computes them.
+func TestQuantizedBERTOptimizedByONNXRuntime(t *testing.T) {
+	torchOps := torchCanonicalOps{}
+	for _, f := range quantizedForms {
+		if f.qdq {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			dir, quantized, twin := quantizedModels(t, f)
+			ref, err := testmodels.LoadReference(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "optimized.onnx")
+			t.Setenv("SQC_ORT_OPTIMIZED_MODEL", path)
+			ortLogits(t, ref, quantized) // skips without ONNX Runtime
+			optimized, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("SQC_ORT_OPTIMIZED_MODEL", "")
+			g, err := Decode(optimized, f.name+"-optimized.onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := g.Meta["expanded_com.microsoft"]; !strings.Contains(e, "DynamicQuantizeMatMul") || !strings.Contains(e, "MatMulIntegerToFloat") {
+				t.Errorf("Meta[expanded_com.microsoft] = %q, want ONNX Runtime's quantised fusions", e)
+			}
+			ort := ortLogits(t, ref, optimized)
+			asQuantized := interpLogitsBatched(t, g, ref, len(ort), len(ort))
+			if d := testmodels.MaxAbsDiff(ort, asQuantized); !(d <= quantizedORTTolerance) {
+				t.Errorf("ONNX Runtime vs sqc on the optimised file: max |logit diff| %.3g, want <= %g", d, quantizedORTTolerance)
+			}
+			gTwin, err := Decode(twin, f.name+"-twin.onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []*compiler.Graph{g, gTwin} {
+				if err := passes.RunPipeline(c, passes.Options{CheckIR: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !strings.Contains(g.Meta["dequantized"], "MatMulInteger") {
+				t.Errorf("Meta[dequantized] = %q", g.Meta["dequantized"])
+			}
+			const sentences = 32
+			d := testmodels.MaxAbsDiff(interpLogits(t, g, ref, sentences), interpLogits(t, gTwin, ref, sentences))
+			t.Logf("optimised file vs its float32 twin, after the passes: max |logit diff| %.3g", d)
+			if d != 0 {
+				t.Errorf("optimised file vs its float32 twin: max |logit diff| %.3g, want 0", d)
+			}
+			if ops, want := canonicalOpsOfCanonical(g), torchOps.of(t, dir); !maps.Equal(ops, want) {
+				t.Errorf("canonical ops differ from the float32 TorchScript export's:\noptimised %v\nfloat32 %v", ops, want)
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 // ort_run.js MODEL_DIR: runs MODEL_DIR/model.onnx with ONNX Runtime
 // (npm onnxruntime-node, CPU) on the inputs of MODEL_DIR/reference.json and
-// prints {"outputs": {name: {"shape": [...], "data": [...]}}} on stdout.
+// prints {"outputs": {name: {"shape": [...], "data": [...]}}} on stdout;
+// with $SQC_ORT_OPTIMIZED_MODEL set, it also saves the optimised graph
+// there.
 // testmodels.RunORT runs it for compiler/hf's and compiler/onnx's ONNX
 // Runtime comparisons; install the runtime with `npm install
 // --ignore-scripts onnxruntime-node@1.30.0` (the install script only
@@ -17,9 +19,16 @@ async function main() {
     throw new Error('usage: node ort_run.js MODEL_DIR');
   }
   const ref = JSON.parse(fs.readFileSync(path.join(dir, 'reference.json'), 'utf8'));
-  const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
-    intraOpNumThreads: 1, graphOptimizationLevel: 'all',
-  });
+  const options = { intraOpNumThreads: 1, graphOptimizationLevel: 'all' };
+  if (process.env.SQC_ORT_OPTIMIZED_MODEL) {
+    // Save the graph ONNX Runtime's optimizer made (its com.microsoft
+    // fusions), as a session's optimized_model_filepath does, at the level
+    // ONNX Runtime advises for saved models (above it, layout changes for
+    // this CPU).
+    options.optimizedModelFilePath = process.env.SQC_ORT_OPTIMIZED_MODEL;
+    options.graphOptimizationLevel = 'extended';
+  }
+  const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), options);
   const feeds = {};
   for (const [name, rows] of Object.entries(ref.inputs)) {
     const flat = BigInt64Array.from(rows.flat(), (v) => BigInt(v));
