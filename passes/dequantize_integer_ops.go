@@ -2,7 +2,6 @@ package passes
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -198,24 +197,15 @@ func quantizedPair(ix *index, dq *compiler.Node) (string, bool) {
 }
 
 // sameTensor reports whether two constants have the same dtype, shape
-// and elements.
+// and values.
 func sameTensor(a, b *compiler.Tensor) bool {
 	if a.DType != b.DType || !slices.Equal(a.Shape, b.Shape) {
 		return false
 	}
-	for i := range compiler.NumElements(a.Shape) {
-		x, okx := integerAt(a, int(i))
-		y, oky := integerAt(b, int(i))
-		switch {
-		case okx && oky:
-			if x != y {
-				return false
-			}
-		case a.DType == compiler.Float32:
-			if math.Float32bits(a.F32[i]) != math.Float32bits(b.F32[i]) {
-				return false
-			}
-		default:
+	for i := range int(compiler.NumElements(a.Shape)) {
+		x, okx := elementAsFloat(a, i)
+		y, oky := elementAsFloat(b, i)
+		if !okx || !oky || x != y {
 			return false
 		}
 	}
@@ -248,6 +238,9 @@ func dequantizedConstant(ix *index, in []string, axis int64, perAxis bool) (*com
 	if q == nil || s == nil || s.DType != compiler.Float32 {
 		return nil, nil
 	}
+	if q.DType != compiler.Uint8 && q.DType != compiler.Int8 && q.DType != compiler.Int32 {
+		return nil, fmt.Errorf("data of dtype %s", q.DType)
+	}
 	n := len(s.F32)
 	if n == 0 {
 		return nil, fmt.Errorf("an empty scale")
@@ -276,28 +269,12 @@ func dequantizedConstant(ix *index, in []string, axis int64, perAxis bool) (*com
 		if n > 1 {
 			ch = i / inner % n
 		}
-		v, ok := integerAt(q, i)
-		if !ok {
-			return nil, fmt.Errorf("data of dtype %s", q.DType)
-		}
+		v, _ := elementAsFloat(q, i) // an integer: exact
 		if z != nil {
-			zv, _ := integerAt(z, ch)
+			zv, _ := elementAsFloat(z, ch)
 			v -= zv
 		}
 		out.F32[i] = float32(v) * s.F32[ch]
 	}
 	return out, nil
-}
-
-// integerAt is element i of a u8, i8 or i32 tensor.
-func integerAt(t *compiler.Tensor, i int) (int64, bool) {
-	switch t.DType {
-	case compiler.Uint8:
-		return int64(t.U8[i]), true
-	case compiler.Int8:
-		return int64(t.I8[i]), true
-	case compiler.Int32:
-		return int64(t.I32[i]), true
-	}
-	return 0, false
 }

@@ -91,10 +91,7 @@ func (q nbitsQuantizer) convert(t testing.TB, m *onnxpb.ModelProto) *onnxpb.Mode
 	t.Helper()
 	m = proto.Clone(m).(*onnxpb.ModelProto)
 	gp := m.Graph
-	inits := map[string]*onnxpb.TensorProto{}
-	for _, tp := range gp.Initializer {
-		inits[tp.GetName()] = tp
-	}
+	inits, _ := floatInitializers(t, gp)
 	for _, np := range gp.Node {
 		tp := inits[input(&compiler.Node{Inputs: np.Input}, 1)]
 		if np.GetOpType() != "MatMul" || tp == nil || tp.GetDataType() != int32(onnxpb.TensorProto_FLOAT) || len(tp.Dims) != 2 {
@@ -126,19 +123,7 @@ func (q nbitsQuantizer) convert(t testing.TB, m *onnxpb.ModelProto) *onnxpb.Mode
 	}
 	if !q.twin {
 		m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: proto.String(contribDomain), Version: proto.Int64(1)})
-		used := map[string]bool{}
-		for _, np := range gp.Node {
-			for _, in := range np.Input {
-				used[in] = true
-			}
-		}
-		kept := gp.Initializer[:0]
-		for _, tp := range gp.Initializer {
-			if used[tp.GetName()] {
-				kept = append(kept, tp)
-			}
-		}
-		gp.Initializer = kept
+		dropUnusedInitializers(gp)
 	}
 	return m
 }
@@ -182,25 +167,9 @@ func TestMatMulNBitsBERT(t *testing.T) {
 	for _, f := range nbitsForms {
 		t.Run(f.name, func(t *testing.T) {
 			dir, quantized, twin := nbitsModels(t, f.q)
-			if out := os.Getenv("SQC_QUANTIZED_MODEL_OUT"); out != "" {
-				if err := os.WriteFile(filepath.Join(out, f.name+".onnx"), quantized, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			g, err := Decode(quantized, f.name+".onnx")
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, gTwin, ref := decodeWithTwin(t, dir, f.name, quantized, twin)
 			if d := g.Meta["expanded_com.microsoft"]; !strings.HasPrefix(d, "MatMulNBits ") {
 				t.Errorf("Meta[expanded_com.microsoft] = %q", d)
-			}
-			gTwin, err := Decode(twin, f.name+"-twin.onnx")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref, err := testmodels.LoadReference(dir)
-			if err != nil {
-				t.Fatal(err)
 			}
 			const sentences = 32
 			got, want := interpLogits(t, g, ref, sentences), interpLogits(t, gTwin, ref, sentences)
@@ -215,7 +184,7 @@ func TestMatMulNBitsBERT(t *testing.T) {
 			if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
 				t.Fatal(err)
 			}
-			if ops, want := canonicalOpsOfCanonical(g), torchOps.of(t, dir); !maps.Equal(ops, want) {
+			if ops, want := opCounts(g), torchOps.of(t, dir); !maps.Equal(ops, want) {
 				t.Errorf("canonical ops differ from the float32 TorchScript export's:\nMatMulNBits %v\nfloat32 %v", ops, want)
 			}
 		})
@@ -233,21 +202,15 @@ func TestMatMulNBitsBERTInONNXRuntime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ort := ortLogits(t, ref, quantized)
 			g, err := Decode(quantized, f.name+".onnx")
 			if err != nil {
 				t.Fatal(err)
 			}
-			sqc := interpLogitsBatched(t, g, ref, len(ort), len(ort))
-			d := testmodels.MaxAbsDiff(ort, sqc)
-			t.Logf("ONNX Runtime vs sqc on the MatMulNBits file: max |logit diff| %.3g", d)
 			tol := nbitsORTTolerance
 			if f.q.accuracyLevel != 0 {
 				tol = nbitsORTInt8Tolerance
 			}
-			if !(d <= tol) {
-				t.Errorf("ONNX Runtime vs sqc: max |logit diff| %.3g, want <= %g", d, tol)
-			}
+			wantORTAgrees(t, ref, quantized, g, tol)
 		})
 	}
 }

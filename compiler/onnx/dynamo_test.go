@@ -486,6 +486,11 @@ func canonicalOps(t *testing.T, g *compiler.Graph) map[string]int {
 	if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
 		t.Fatal(err)
 	}
+	return opCounts(g)
+}
+
+// opCounts counts g's ops.
+func opCounts(g *compiler.Graph) map[string]int {
 	ops := map[string]int{}
 	for _, n := range g.Nodes {
 		ops[n.Op]++

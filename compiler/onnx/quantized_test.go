@@ -108,21 +108,7 @@ func (q dynamicQuantizer) convert(t testing.TB, m *onnxpb.ModelProto) *onnxpb.Mo
 	t.Helper()
 	m = proto.Clone(m).(*onnxpb.ModelProto)
 	gp := m.Graph
-	inits := map[string]*onnxpb.TensorProto{}
-	for _, tp := range gp.Initializer {
-		inits[tp.GetName()] = tp
-	}
-	constant := func(name string) *compiler.Tensor {
-		tp := inits[name]
-		if tp == nil || tp.GetDataType() != int32(onnxpb.TensorProto_FLOAT) {
-			return nil
-		}
-		_, x, err := DecodeTensor(marshal(t, tp))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	inits, constant := floatInitializers(t, gp)
 	dequantized := func(name string, dims []int64, deq []float32) {
 		*inits[name] = *f32Raw(name, dims, deq...)
 	}
@@ -184,23 +170,49 @@ func (q dynamicQuantizer) convert(t testing.TB, m *onnxpb.ModelProto) *onnxpb.Mo
 		nodes = append(nodes, np)
 	}
 	gp.Node = nodes
-	if !q.twin { // the float weights the quantised ones replace
-		kept := gp.Initializer[:0]
-		used := map[string]bool{}
-		for _, np := range gp.Node {
-			for _, in := range np.Input {
-				used[in] = true
-			}
-		}
-		for _, tp := range gp.Initializer {
-			if used[tp.GetName()] {
-				kept = append(kept, tp)
-			}
-		}
-		gp.Initializer = kept
-		gp.ValueInfo = nil // the quantised values' types are ORT's to infer
+	if !q.twin {
+		dropUnusedInitializers(gp)
 	}
 	return m
+}
+
+// floatInitializers indexes gp's initializers by name, with a decoder of
+// the float32 ones (nil for any other).
+func floatInitializers(t testing.TB, gp *onnxpb.GraphProto) (map[string]*onnxpb.TensorProto, func(string) *compiler.Tensor) {
+	inits := map[string]*onnxpb.TensorProto{}
+	for _, tp := range gp.Initializer {
+		inits[tp.GetName()] = tp
+	}
+	return inits, func(name string) *compiler.Tensor {
+		tp := inits[name]
+		if tp == nil || tp.GetDataType() != int32(onnxpb.TensorProto_FLOAT) {
+			return nil
+		}
+		_, x, err := DecodeTensor(marshal(t, tp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+}
+
+// dropUnusedInitializers removes the initializers no node reads (the
+// float weights quantised ones replace) and the value_info, whose types
+// the quantised values no longer have (ONNX Runtime infers them).
+func dropUnusedInitializers(gp *onnxpb.GraphProto) {
+	used := map[string]bool{}
+	for _, np := range gp.Node {
+		for _, in := range np.Input {
+			used[in] = true
+		}
+	}
+	kept := gp.Initializer[:0]
+	for _, tp := range gp.Initializer {
+		if used[tp.GetName()] {
+			kept = append(kept, tp)
+		}
+	}
+	gp.Initializer, gp.ValueInfo = kept, nil
 }
 
 // qdqQuantizer quantises a float32 model as ONNX Runtime's quantize_static
@@ -230,21 +242,7 @@ func (q qdqQuantizer) convert(t testing.TB, m *onnxpb.ModelProto, ref *testmodel
 	t.Helper()
 	m = proto.Clone(m).(*onnxpb.ModelProto)
 	gp := m.Graph
-	inits := map[string]*onnxpb.TensorProto{}
-	for _, tp := range gp.Initializer {
-		inits[tp.GetName()] = tp
-	}
-	constant := func(name string) *compiler.Tensor {
-		tp := inits[name]
-		if tp == nil || tp.GetDataType() != int32(onnxpb.TensorProto_FLOAT) {
-			return nil
-		}
-		_, x, err := DecodeTensor(marshal(t, tp))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	inits, constant := floatInitializers(t, gp)
 	ranges := q.calibrate(t, m, ref, func(name string) bool { return inits[name] == nil })
 	weights := dynamicQuantizer{signed: true, perChannel: true}
 	var nodes []*onnxpb.NodeProto
@@ -292,19 +290,7 @@ func (q qdqQuantizer) convert(t testing.TB, m *onnxpb.ModelProto, ref *testmodel
 	}
 	gp.Node = nodes
 	if !q.twin {
-		used := map[string]bool{}
-		for _, np := range gp.Node {
-			for _, in := range np.Input {
-				used[in] = true
-			}
-		}
-		kept := gp.Initializer[:0]
-		for _, tp := range gp.Initializer {
-			if used[tp.GetName()] {
-				kept = append(kept, tp)
-			}
-		}
-		gp.Initializer, gp.ValueInfo = kept, nil
+		dropUnusedInitializers(gp)
 	}
 	return m
 }
@@ -420,26 +406,7 @@ func TestQuantizedBERT(t *testing.T) {
 	for _, f := range quantizedForms {
 		t.Run(f.name, func(t *testing.T) {
 			dir, quantized, twin := quantizedModels(t, f)
-			if out := os.Getenv("SQC_QUANTIZED_MODEL_OUT"); out != "" {
-				if err := os.WriteFile(filepath.Join(out, f.name+".onnx"), quantized, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			g, err := Decode(quantized, f.name+".onnx")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := g.Verify(); err != nil {
-				t.Fatal(err)
-			}
-			gTwin, err := Decode(twin, f.name+"-twin.onnx")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref, err := testmodels.LoadReference(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, gTwin, ref := decodeWithTwin(t, dir, f.name, quantized, twin)
 			const sentences = 32
 			asQuantized := interpLogits(t, g, ref, sentences)
 			for _, c := range []*compiler.Graph{g, gTwin} {
@@ -465,27 +432,43 @@ func TestQuantizedBERT(t *testing.T) {
 			if !(df <= quantizedWeightsTolerance) || !(dq <= quantizedWeightsTolerance) {
 				t.Errorf("max |logit - PyTorch float32| = %.3g quantised, %.3g dequantised, want <= %g", dq, df, quantizedWeightsTolerance)
 			}
-			if ops, want := canonicalOpsOfCanonical(g), torchOps.of(t, dir); !maps.Equal(ops, want) {
+			if ops, want := opCounts(g), torchOps.of(t, dir); !maps.Equal(ops, want) {
 				t.Errorf("canonical ops differ from the float32 TorchScript export's:\nquantised %v\nfloat32 %v", ops, want)
 			}
 		})
 	}
 }
 
+// decodeWithTwin decodes a quantised test file (saving it in
+// $SQC_QUANTIZED_MODEL_OUT where set) and its float32 twin, and loads the
+// shared model's reference.
+func decodeWithTwin(t *testing.T, dir, name string, file, twin []byte) (g, gTwin *compiler.Graph, ref *testmodels.Reference) {
+	t.Helper()
+	if out := os.Getenv("SQC_QUANTIZED_MODEL_OUT"); out != "" {
+		if err := os.WriteFile(filepath.Join(out, name+".onnx"), file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := Decode(file, name+".onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if gTwin, err = Decode(twin, name+"-twin.onnx"); err != nil {
+		t.Fatal(err)
+	}
+	if ref, err = testmodels.LoadReference(dir); err != nil {
+		t.Fatal(err)
+	}
+	return g, gTwin, ref
+}
+
 // quantizedWeightsTolerance is how far a quantised form's logits (of
 // magnitude ~1-5) may be from PyTorch's float32 ones: 8-bit weights (and
 // in ONNX's meaning 8-bit activations) move them by up to ~0.3 here.
 const quantizedWeightsTolerance = 0.5
-
-// canonicalOpsOfCanonical counts the ops of a graph the pipeline has run
-// on already.
-func canonicalOpsOfCanonical(g *compiler.Graph) map[string]int {
-	ops := map[string]int{}
-	for _, n := range g.Nodes {
-		ops[n.Op]++
-	}
-	return ops
-}
 
 // TestQuantizedBERTInONNXRuntime: ONNX Runtime runs every
 // quantised form to the logits sqc's interpreter gives the file as ONNX
@@ -499,20 +482,26 @@ func TestQuantizedBERTInONNXRuntime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ort := ortLogits(t, ref, quantized)
 			g, err := Decode(quantized, f.name+".onnx")
 			if err != nil {
 				t.Fatal(err)
 			}
-			// One batch, as ortLogits runs them: DynamicQuantizeLinear's
-			// range is the whole batch's, padding included.
-			sqc := interpLogitsBatched(t, g, ref, len(ort), len(ort))
-			d := testmodels.MaxAbsDiff(ort, sqc)
-			t.Logf("ONNX Runtime vs sqc's interpreter on the quantised file: max |logit diff| %.3g", d)
-			if !(d <= quantizedORTTolerance) {
-				t.Errorf("ONNX Runtime vs sqc: max |logit diff| %.3g, want <= %g", d, quantizedORTTolerance)
-			}
+			wantORTAgrees(t, ref, quantized, g, quantizedORTTolerance)
 		})
+	}
+}
+
+// wantORTAgrees runs the model data in ONNX Runtime (ortLogits: one batch
+// of 32) and g, data as sqc reads it, in the interpreter on the same
+// batch (a dynamic quantisation's range is the whole batch's, padding
+// included), and wants their logits within tol.
+func wantORTAgrees(t *testing.T, ref *testmodels.Reference, data []byte, g *compiler.Graph, tol float64) {
+	t.Helper()
+	ort := ortLogits(t, ref, data)
+	d := testmodels.MaxAbsDiff(ort, interpLogitsBatched(t, g, ref, len(ort), len(ort)))
+	t.Logf("ONNX Runtime vs sqc's interpreter: max |logit diff| %.3g", d)
+	if !(d <= tol) {
+		t.Errorf("ONNX Runtime vs sqc's interpreter: max |logit diff| %.3g, want <= %g", d, tol)
 	}
 }
 
@@ -560,11 +549,7 @@ func TestQuantizedBERTOptimizedByONNXRuntime(t *testing.T) {
 			if e := g.Meta["expanded_com.microsoft"]; !strings.Contains(e, "DynamicQuantizeMatMul") || !strings.Contains(e, "MatMulIntegerToFloat") {
 				t.Errorf("Meta[expanded_com.microsoft] = %q, want ONNX Runtime's quantised fusions", e)
 			}
-			ort := ortLogits(t, ref, optimized)
-			asQuantized := interpLogitsBatched(t, g, ref, len(ort), len(ort))
-			if d := testmodels.MaxAbsDiff(ort, asQuantized); !(d <= quantizedORTTolerance) {
-				t.Errorf("ONNX Runtime vs sqc on the optimised file: max |logit diff| %.3g, want <= %g", d, quantizedORTTolerance)
-			}
+			wantORTAgrees(t, ref, optimized, g, quantizedORTTolerance)
 			gTwin, err := Decode(twin, f.name+"-twin.onnx")
 			if err != nil {
 				t.Fatal(err)
@@ -583,7 +568,7 @@ func TestQuantizedBERTOptimizedByONNXRuntime(t *testing.T) {
 			if d != 0 {
 				t.Errorf("optimised file vs its float32 twin: max |logit diff| %.3g, want 0", d)
 			}
-			if ops, want := canonicalOpsOfCanonical(g), torchOps.of(t, dir); !maps.Equal(ops, want) {
+			if ops, want := opCounts(g), torchOps.of(t, dir); !maps.Equal(ops, want) {
 				t.Errorf("canonical ops differ from the float32 TorchScript export's:\noptimised %v\nfloat32 %v", ops, want)
 			}
 		})

@@ -143,13 +143,9 @@ func dequantizeLinear(c *call) ([]*Tensor, error) {
 	if c.node.Attrs.Int("block_size", 0) != 0 {
 		return nil, fmt.Errorf("%w: DequantizeLinear with block_size", ErrUnsupportedOp)
 	}
-	axis := 0
-	if len(scale.F32) > 1 {
-		a, err := normAxis(c.node.Attrs.Int("axis", 1), len(x.Shape))
-		if err != nil {
-			return nil, err
-		}
-		axis = a
+	axis, err := scaleAxis(c, x, scale)
+	if err != nil {
+		return nil, err
 	}
 	if zp != nil && NumElements(zp.Shape) != int64(len(scale.F32)) {
 		return nil, fmt.Errorf("%w: DequantizeLinear zero point %v for scale %v", ErrShapeMismatch, zp.Shape, scale.Shape)
@@ -183,13 +179,9 @@ func quantizeLinear(c *call) ([]*Tensor, error) {
 	if c.node.Attrs.Int("block_size", 0) != 0 || c.node.Attrs.Int("output_dtype", 0) != 0 {
 		return nil, fmt.Errorf("%w: QuantizeLinear with block_size or output_dtype", ErrUnsupportedOp)
 	}
-	axis := 0
-	if len(scale.F32) > 1 {
-		a, err := normAxis(c.node.Attrs.Int("axis", 1), len(x.Shape))
-		if err != nil {
-			return nil, err
-		}
-		axis = a
+	axis, err := scaleAxis(c, x, scale)
+	if err != nil {
+		return nil, err
 	}
 	per, err := perAxis(x.Shape, len(scale.F32), axis, "QuantizeLinear scale")
 	if err != nil {
@@ -227,4 +219,14 @@ func quantizeLinear(c *call) ([]*Tensor, error) {
 		}
 	}
 	return []*Tensor{y}, nil
+}
+
+// scaleAxis is the axis of x a (De)QuantizeLinear scale runs along: the
+// node's axis (default 1) when there is more than one scale, else 0 (a
+// single scale, whatever the axis says).
+func scaleAxis(c *call, x, scale *Tensor) (int, error) {
+	if len(scale.F32) <= 1 {
+		return 0, nil
+	}
+	return normAxis(c.node.Attrs.Int("axis", 1), len(x.Shape))
 }
