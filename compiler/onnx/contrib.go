@@ -47,6 +47,7 @@ var contribExpanders = map[string]func(e *contribExpander, n *compiler.Node) err
 	"MultiHeadAttention":      (*contribExpander).multiHeadAttention,
 	"LayerNormalization":      (*contribExpander).layerNorm,
 	"MatMulNBits":             (*contribExpander).matMulNBits,
+	"MatMulBnb4":              (*contribExpander).matMulBnb4,
 	"DynamicQuantizeMatMul":   (*contribExpander).dynamicQuantizeMatMul,
 	"MatMulIntegerToFloat":    (*contribExpander).matMulIntegerToFloat,
 }

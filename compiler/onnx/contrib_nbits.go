@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/sqc-dev/sqc/compiler"
 )
@@ -139,4 +140,58 @@ func (e *contribExpander) integerMatMul(s, a, b, aZP, bZP, aScale, bScale, bias 
 		y = e.b.Op("Add", s+"/bias", y, bias)
 	}
 	return y
+}
+
+// bnb4Levels are the 16 values of bitsandbytes' 4-bit codes that
+// MatMulBnb4 reads (quant_type 0: FP4, 1: NF4), in units of the block's
+// absmax: ONNX Runtime's tables, as float32.
+var bnb4Levels = [2][16]float32{
+	{0, 5.208333333e-03, 0.66666667, 1, 0.33333333, 0.5, 0.16666667, 0.25,
+		float32(math.Copysign(0, -1)), -5.208333333e-03, -0.66666667, -1, -0.33333333, -0.5, -0.16666667, -0.25},
+	{-1, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0,
+		0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1},
+}
+
+// matMulBnb4: ONNX Runtime's MatMulBnb4 (transformers.js' model_bnb4.onnx):
+// Y = A · Wᵀ with W [N, K] stored row-major as 4-bit codes, two per byte
+// (the high nibble first), in blocks of block_size values, each value
+// float32(level[code] * absmax[block]), level FP4's or NF4's. W is
+// dequantised here, exactly as ONNX Runtime's kernel does before its
+// float32 GEMM, and the node becomes MatMul of the float weight.
+func (e *contribExpander) matMulBnb4(n *compiler.Node) error {
+	if err := need(n, 0, 1, 2); err != nil {
+		return err
+	}
+	k, cols, bs, qt := n.AttrInt("K", 0), n.AttrInt("N", 0), n.AttrInt("block_size", 0), n.AttrInt("quant_type", -1)
+	if n.AttrInt("transB", 1) != 1 || n.AttrInt("training_mode", 0) != 0 {
+		return fmt.Errorf("%w: transB = 0 or training_mode (sqc reads inference files, B as [N, K])", errContrib)
+	}
+	if qt != 0 && qt != 1 {
+		return fmt.Errorf("%w: quant_type %d (0 FP4 or 1 NF4)", compiler.ErrMalformed, qt)
+	}
+	if bs < 16 || bs&(bs-1) != 0 || k <= 0 || cols <= 0 || k > 1<<24 || cols > 1<<24 {
+		return fmt.Errorf("%w: block_size %d, K %d, N %d (want a power of 2 >= 16 and positive sizes)", compiler.ErrMalformed, bs, k, cols)
+	}
+	elems := k * cols
+	codes, ok := e.g.Initializers[n.Inputs[1]]
+	if !ok || codes.DType != compiler.Uint8 || compiler.NumElements(codes.Shape) != (elems+1)/2 {
+		return fmt.Errorf("%w: B must be a u8 initializer of %d bytes for K %d, N %d", errContrib, (elems+1)/2, k, cols)
+	}
+	absmax, ok := e.g.Initializers[n.Inputs[2]]
+	if !ok || absmax.DType != compiler.Float32 || compiler.NumElements(absmax.Shape) != (elems+bs-1)/bs {
+		return fmt.Errorf("%w: absmax must be an f32 initializer of %d values for K %d, N %d, block_size %d", errContrib, (elems+bs-1)/bs, k, cols, bs)
+	}
+	levels := &bnb4Levels[qt]
+	w := compiler.NewTensor(compiler.Float32, k, cols)
+	for i := range elems { // element i of W [N, K] row-major
+		code := codes.U8[i/2] >> 4
+		if i%2 == 1 {
+			code = codes.U8[i/2] & 0xF
+		}
+		w.F32[(i%k)*cols+i/k] = levels[code] * absmax.F32[i/bs]
+	}
+	name := e.b.Fresh(scope(n) + "/dequantized_weight")
+	e.g.Initializers[name] = w
+	e.finish(n, e.b.Op("MatMul", scope(n)+"/MatMul", n.Inputs[0], name))
+	return nil
 }

@@ -369,6 +369,16 @@ func TestContribRefused(t *testing.T) {
 		}
 		return m
 	}
+	// MatMulBnb4 of a (K 4) by N 2: 8 codes in 4 bytes, one block of 16.
+	bnb4 := func(absmax int, quantType int64) *onnxpb.ModelProto {
+		m := oneContribOp("MatMulBnb4", nil, intAttr("K", 4), intAttr("N", 2), intAttr("block_size", 16), intAttr("quant_type", quantType))
+		m.Graph.Node[0].Input = []string{"a", "codes", "absmax"}
+		m.Graph.Initializer = []*onnxpb.TensorProto{
+			{Name: proto.String("codes"), DataType: proto.Int32(int32(onnxpb.TensorProto_UINT8)), Dims: []int64{4}, RawData: make([]byte, 4)},
+			f32Raw("absmax", []int64{int64(absmax)}, make([]float32, absmax)...),
+		}
+		return m
+	}
 	withPast := oneContribOp("MultiHeadAttention", []int64{2, 3, 4}, intAttr("num_heads", 2))
 	withPast.Graph.Node[0].Input = []string{"a", "b", "b", "", "", "", "b"}
 	for _, tc := range []struct {
@@ -385,6 +395,8 @@ func TestContribRefused(t *testing.T) {
 		{"MatMulNBits codes short", nbits(15, 4), []string{"the_op", "B is u8[15], want u8 with 16 elements"}},
 		{"MatMulNBits 3 bits", nbits(16, 3), []string{"bits = 3"}},
 		{"MatMulNBits g_idx", nbits(16, 4, "", "g_idx"), []string{"g_idx"}},
+		{"MatMulBnb4 absmax count", bnb4(2, 1), []string{"the_op", "absmax must be an f32 initializer of 1 values"}},
+		{"MatMulBnb4 quant_type", bnb4(1, 2), []string{"quant_type 2"}},
 		{"Attention unidirectional", oneContribOp("Attention", []int64{4, 12}, intAttr("num_heads", 2), intAttr("unidirectional", 1)), []string{"unidirectional"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
