@@ -1,8 +1,11 @@
 // Package frontend loads a model from whatever the user points sqc at: an
 // .onnx file (compiler/onnx), a HuggingFace directory holding config.json
-// and model.safetensors (compiler/hf), or a sentence-transformers folder
+// and model.safetensors (compiler/hf), a sentence-transformers folder
 // (compiler/sentence: its Transformer module's encoder, last_hidden_state
-// only). Either way the result is the same IR.
+// only), or a directory of ONNX exports as optimum and transformers.js
+// lay them out (tokenizer and config at the top, onnx/model.onnx beside
+// its quantised and float16 variants). Either way the result is the same
+// IR.
 package frontend
 
 import (
@@ -16,10 +19,14 @@ import (
 	"github.com/sqc-dev/sqc/compiler/hf"
 	"github.com/sqc-dev/sqc/compiler/onnx"
 	"github.com/sqc-dev/sqc/compiler/sentence"
+	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
 // Load reads the model at path: an .onnx file, a directory with
-// config.json + model.safetensors, or a directory holding model.onnx.
+// config.json + model.safetensors, or a directory holding model.onnx or
+// onnx/model.onnx (the float32 export of an optimum or transformers.js
+// repository, which sqc quantises itself; point at onnx/model_quantized.onnx
+// or another variant to read that one instead).
 func Load(path string) (*compiler.Graph, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -41,15 +48,22 @@ func Load(path string) (*compiler.Graph, error) {
 	if exists(filepath.Join(path, "config.json")) && exists(filepath.Join(path, "model.safetensors")) {
 		return hf.Load(path)
 	}
-	if exists(filepath.Join(path, "model.onnx")) {
-		return onnx.Load(filepath.Join(path, "model.onnx"))
+	for _, f := range onnxInDir {
+		if exists(filepath.Join(path, f)) {
+			return onnx.Load(filepath.Join(path, f))
+		}
 	}
-	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors nor model.onnx"))
+	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors nor model.onnx or onnx/model.onnx"))
 }
+
+// onnxInDir are the model files Load looks for in a directory, in order.
+var onnxInDir = []string{"model.onnx", filepath.Join("onnx", "model.onnx")}
 
 // Dir is the directory that holds the model's side files (vocab.txt,
 // tokenizer.json, config.json): the model directory itself, or the
-// directory of an .onnx file; for a sentence-transformers folder, its
+// directory of an .onnx file, or where that is an optimum or
+// transformers.js onnx/ folder with no tokenizer of its own, the
+// repository above it; for a sentence-transformers folder, its
 // Transformer module's directory.
 func Dir(path string) string {
 	if sentence.IsFolder(path) {
@@ -60,7 +74,11 @@ func Dir(path string) string {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return path
 	}
-	return filepath.Dir(path)
+	dir := filepath.Dir(path)
+	if parent := filepath.Dir(dir); filepath.Base(dir) == "onnx" && !tokenizer.HasSource(dir) && tokenizer.HasSource(parent) {
+		return parent
+	}
+	return dir
 }
 
 func exists(p string) bool {

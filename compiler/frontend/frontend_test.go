@@ -1,0 +1,72 @@
+package frontend
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/internal/testmodels"
+)
+
+// onnxRepo lays a tiny model out as optimum and transformers.js
+// repositories are: config.json and the tokenizer at the top, the exports
+// in onnx/. It returns the repository's directory.
+func onnxRepo(t *testing.T) string {
+	t.Helper()
+	tiny := testmodels.TinyDir(t, testmodels.TinyBertCls)
+	model, err := os.ReadFile(filepath.Join(tiny, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	for name, data := range map[string][]byte{
+		"vocab.txt":                 []byte("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n"),
+		"config.json":               []byte("{}"),
+		"onnx/model.onnx":           model,
+		"onnx/model_quantized.onnx": model,
+	} {
+		path := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return repo
+}
+
+// TestONNXRepository: a repository of ONNX exports loads its float32
+// export, onnx/model.onnx, and the side files of any of its exports are
+// the repository's; an onnx/ folder with a tokenizer of its own keeps it,
+// and a directory with no model says what it looked for.
+func TestONNXRepository(t *testing.T) {
+	repo := onnxRepo(t)
+	g, err := Load(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := g.Meta["source"]; !strings.HasSuffix(src, filepath.Join("onnx", "model.onnx")) {
+		t.Errorf("loaded %q, want onnx/model.onnx", src)
+	}
+	for _, path := range []string{repo, filepath.Join(repo, "onnx", "model_quantized.onnx")} {
+		if d := Dir(path); d != repo {
+			t.Errorf("Dir(%s) = %s, want the repository %s", path, d, repo)
+		}
+	}
+	own := filepath.Join(repo, "onnx", "vocab.txt")
+	if err := os.WriteFile(own, []byte("[PAD]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, want := Dir(filepath.Join(repo, "onnx", "model.onnx")), filepath.Join(repo, "onnx"); d != want {
+		t.Errorf("Dir with a tokenizer in onnx/ = %s, want %s", d, want)
+	}
+	plain := filepath.Join(t.TempDir(), "onnx", "model.onnx")
+	if d := Dir(plain); d != filepath.Dir(plain) {
+		t.Errorf("Dir(%s) = %s, want its own directory (no tokenizer above it)", plain, d)
+	}
+	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "onnx/model.onnx") {
+		t.Errorf("empty directory: error %v, want it to name onnx/model.onnx", err)
+	}
+}
