@@ -9,10 +9,12 @@
 package frontend
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -34,7 +36,7 @@ func Load(path string) (*compiler.Graph, error) {
 	}
 	if !st.IsDir() {
 		if strings.HasSuffix(strings.ToLower(path), ".onnx") {
-			return onnx.Load(path)
+			return loadONNX(path)
 		}
 		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: expected an .onnx file or a HuggingFace model directory", compiler.ErrMalformed))
 	}
@@ -50,10 +52,61 @@ func Load(path string) (*compiler.Graph, error) {
 	}
 	for _, f := range onnxInDir {
 		if exists(filepath.Join(path, f)) {
-			return onnx.Load(filepath.Join(path, f))
+			return loadONNX(filepath.Join(path, f))
 		}
 	}
 	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors nor model.onnx or onnx/model.onnx"))
+}
+
+// loadONNX reads an .onnx file and, where its side files' config.json
+// names the classes (optimum writes it beside the export), their names.
+func loadONNX(path string) (*compiler.Graph, error) {
+	g, err := onnx.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	configLabels(g, filepath.Join(Dir(path), "config.json"))
+	return g, nil
+}
+
+// configLabels sets g's class names (Meta "id2label.N", as the
+// HuggingFace frontend sets them) from the id2label of the config.json at
+// path, when g names none, its "logits" output has one column per label,
+// and the labels are indices 0 to n-1. The file is only a hint beside an
+// ONNX export: a missing or unreadable one names no classes.
+func configLabels(g *compiler.Graph, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var cfg struct {
+		ID2Label map[string]string `json:"id2label"`
+	}
+	if json.Unmarshal(data, &cfg) != nil || len(cfg.ID2Label) == 0 {
+		return
+	}
+	for k := range g.Meta {
+		if strings.HasPrefix(k, "id2label.") {
+			return
+		}
+	}
+	var width int64 = -1
+	for _, o := range g.Outputs {
+		if o.Name == "logits" && len(o.Shape) > 0 && o.Shape[len(o.Shape)-1].Known() {
+			width = o.Shape[len(o.Shape)-1].Size
+		}
+	}
+	if width != int64(len(cfg.ID2Label)) {
+		return
+	}
+	for i := range len(cfg.ID2Label) {
+		if _, ok := cfg.ID2Label[strconv.Itoa(i)]; !ok {
+			return
+		}
+	}
+	for i := range len(cfg.ID2Label) {
+		g.Meta["id2label."+strconv.Itoa(i)] = cfg.ID2Label[strconv.Itoa(i)]
+	}
 }
 
 // onnxInDir are the model files Load looks for in a directory, in order.

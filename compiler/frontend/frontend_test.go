@@ -3,6 +3,8 @@ package frontend
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,5 +70,44 @@ func TestONNXRepository(t *testing.T) {
 	}
 	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "onnx/model.onnx") {
 		t.Errorf("empty directory: error %v, want it to name onnx/model.onnx", err)
+	}
+}
+
+// TestONNXConfigLabels: an ONNX export's class names come from the
+// config.json of its side files, as a HuggingFace directory's do, when
+// they are one per logit; a config of another label count, or none,
+// names none.
+func TestONNXConfigLabels(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		want   []string
+	}{
+		{`{"id2label": {"1": "positive", "0": "negative"}}`, []string{"negative", "positive"}},
+		{`{"id2label": {"0": "a", "1": "b", "2": "c"}}`, nil},
+		{`{"id2label": {"0": "a", "2": "c"}}`, nil},
+		{`{}`, nil},
+		{`not json`, nil},
+	} {
+		repo := onnxRepo(t)
+		if err := os.WriteFile(filepath.Join(repo, "config.json"), []byte(c.config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{repo, filepath.Join(repo, "onnx", "model_quantized.onnx")} {
+			g, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i := 0; ; i++ {
+				l, ok := g.Meta["id2label."+strconv.Itoa(i)]
+				if !ok {
+					break
+				}
+				got = append(got, l)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("config %s, %s: labels %q, want %q", c.config, path, got, c.want)
+			}
+		}
 	}
 }
