@@ -55,6 +55,13 @@ func Load(path string) (*compiler.Graph, error) {
 			return loadONNX(filepath.Join(path, f))
 		}
 	}
+	if variants, _ := filepath.Glob(filepath.Join(path, "onnx", "*.onnx")); len(variants) > 0 {
+		for i, v := range variants {
+			variants[i] = filepath.Base(v)
+		}
+		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: directory has no model.onnx or onnx/model.onnx (the float32 export); its onnx/ holds %s: give one of them",
+			compiler.ErrMalformed, strings.Join(variants, ", ")))
+	}
 	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors nor model.onnx or onnx/model.onnx"))
 }
 

@@ -71,6 +71,13 @@ func TestONNXRepository(t *testing.T) {
 	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "onnx/model.onnx") {
 		t.Errorf("empty directory: error %v, want it to name onnx/model.onnx", err)
 	}
+	// Without the float32 export, the error lists the variants to choose.
+	if err := os.Remove(filepath.Join(repo, "onnx", "model.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(repo); err == nil || !strings.Contains(err.Error(), "its onnx/ holds model_quantized.onnx: give one of them") {
+		t.Errorf("repository without onnx/model.onnx: error %v, want it to list model_quantized.onnx", err)
+	}
 }
 
 // TestONNXConfigLabels: an ONNX export's class names come from the
