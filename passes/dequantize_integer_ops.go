@@ -30,8 +30,10 @@ import (
 //     activation: quantize_static, optimum's static quantisation),
 //     becomes x: the file's calibrated rounding of activations is dropped
 //     as the dynamic one is.
-//   - DequantizeLinear of a constant becomes that constant's values (the
-//     QDQ format's weights).
+//
+// DequantizeLinear of constants (the QDQ format's weights) is
+// FoldConstants', which runs first. The dequantised values are the
+// interpreter's (runtime/ops), as FoldConstants' are.
 //
 // Graph.Meta["dequantized"] says how many of each it rewrote. Integer ops
 // it does not match stay (the interpreter runs them; the INT8 engine only
@@ -41,7 +43,7 @@ var DequantizeIntegerOps = Pass{Name: "DequantizeIntegerOps", Run: dequantizeInt
 func dequantizeIntegerOps(g *compiler.Graph) (bool, error) {
 	ix := newIndex(g)
 	repl := map[*compiler.Node]*compiler.Node{}
-	var matmuls, gathers, constants, pairs int
+	var matmuls, gathers, pairs int
 	for _, n := range g.Nodes {
 		switch n.Op {
 		case "Mul":
@@ -53,12 +55,6 @@ func dequantizeIntegerOps(g *compiler.Graph) (bool, error) {
 			if x, ok := quantizedPair(ix, n); ok {
 				repl[n] = &compiler.Node{Name: n.Name, Op: "Identity", Inputs: []string{x}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}
 				pairs++
-				continue
-			}
-			if t, err := dequantizedConstant(ix, n.Inputs, n.AttrInt("axis", 1), true); err == nil && t != nil {
-				g.Initializers[n.Outputs[0]] = t
-				repl[n] = nil
-				constants++
 				continue
 			}
 			gather := ix.producedBy(n.Inputs[0], "Gather")
@@ -84,7 +80,7 @@ func dequantizeIntegerOps(g *compiler.Graph) (bool, error) {
 	for _, c := range []struct {
 		n    int
 		what string
-	}{{matmuls, "MatMulInteger"}, {gathers, "Gather tables"}, {constants, "constants"}, {pairs, "QuantizeLinear pairs"}} {
+	}{{matmuls, "MatMulInteger"}, {gathers, "Gather tables"}, {pairs, "QuantizeLinear pairs"}} {
 		if c.n > 0 {
 			done = append(done, fmt.Sprintf("%d %s", c.n, c.what))
 		}
@@ -223,58 +219,31 @@ func dynamicOperand(ix *index, q, z string) (x, scale string) {
 	return dql.Inputs[0], dql.Outputs[1]
 }
 
-// dequantizedConstant returns float32(q - z) * s for DequantizeLinear's
-// inputs (q, s[, z]) when all are constants, with s and z one value or,
-// where perAxis allows, one per index of axis. It returns nil when they
-// are not constants, and an error when they do not fit.
+// dequantizedConstant returns DequantizeLinear(q, s[, z]) {axis} of
+// constant inputs (in), as the interpreter computes it (runtime/ops:
+// float32(q - z) * s), with s and z one value or, where perAxis allows,
+// one per index of axis. It returns nil when they are not constants, and
+// an error when they do not fit.
 func dequantizedConstant(ix *index, in []string, axis int64, perAxis bool) (*compiler.Tensor, error) {
-	q, s := ix.constant(in[0]), ix.constant(in[1])
-	var z *compiler.Tensor
-	if len(in) > 2 && in[2] != "" {
-		if z = ix.constant(in[2]); z == nil {
+	inputs := map[string]*compiler.Tensor{}
+	for _, name := range in {
+		if name == "" {
+			continue
+		}
+		t := ix.constant(name)
+		if t == nil {
 			return nil, nil
 		}
+		inputs[name] = t
 	}
-	if q == nil || s == nil || s.DType != compiler.Float32 {
-		return nil, nil
+	if s := inputs[in[1]]; !perAxis && compiler.NumElements(s.Shape) != 1 {
+		return nil, fmt.Errorf("scale %v, want one for the tensor", s.Shape)
 	}
-	if q.DType != compiler.Uint8 && q.DType != compiler.Int8 && q.DType != compiler.Int32 {
-		return nil, fmt.Errorf("data of dtype %s", q.DType)
+	n := &compiler.Node{Op: "DequantizeLinear", Inputs: in, Outputs: []string{in[0] + "/dequantized"},
+		Attrs: map[string]compiler.Attr{"axis": compiler.IntAttr(axis)}}
+	outs, err := evalNode(ix.g, n, inputs)
+	if err != nil {
+		return nil, err
 	}
-	n := len(s.F32)
-	if n == 0 {
-		return nil, fmt.Errorf("an empty scale")
-	}
-	if n > 1 {
-		r := int64(len(q.Shape))
-		if axis < 0 {
-			axis += r
-		}
-		if !perAxis || axis < 0 || axis >= r || q.Shape[axis] != int64(n) || len(s.Shape) != 1 {
-			return nil, fmt.Errorf("scale %v for %v along axis %d", s.Shape, q.Shape, axis)
-		}
-	}
-	if z != nil && (z.DType != q.DType || compiler.NumElements(z.Shape) != int64(n)) {
-		return nil, fmt.Errorf("zero point %s%v for %s data and %d scales", z.DType, z.Shape, q.DType, n)
-	}
-	inner := 1
-	if n > 1 {
-		for _, d := range q.Shape[axis+1:] {
-			inner *= int(d)
-		}
-	}
-	out := compiler.NewTensor(compiler.Float32, q.Shape...)
-	for i := range out.F32 {
-		ch := 0
-		if n > 1 {
-			ch = i / inner % n
-		}
-		v, _ := elementAsFloat(q, i) // an integer: exact
-		if z != nil {
-			zv, _ := elementAsFloat(z, ch)
-			v -= zv
-		}
-		out.F32[i] = float32(v) * s.F32[ch]
-	}
-	return out, nil
+	return outs[0], nil
 }

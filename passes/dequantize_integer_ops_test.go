@@ -86,7 +86,8 @@ func TestDequantizeIntegerOps(t *testing.T) {
 }
 
 // TestDequantizeConstant: DequantizeLinear of constants (a QDQ file's
-// weight, per column) becomes the constant of its values.
+// weight, per column) becomes the constant of its values, folded by
+// FoldConstants before DequantizeIntegerOps (which leaves it so).
 func TestDequantizeConstant(t *testing.T) {
 	g := parseGraph(t, `graph "qdq_weight" opset 14 {
   input %x: f32[batch, 3]
@@ -97,7 +98,7 @@ func TestDequantizeConstant(t *testing.T) {
   %y: f32[batch, 2] = MatMul(%x, %w)
   output %y: f32[batch, 2]
 }`)
-	after := applyPass(t, g, DequantizeIntegerOps, EliminateDeadNodes)
+	after := applyPass(t, g, FoldConstants, DequantizeIntegerOps, EliminateDeadNodes)
 	wantOps(t, after, map[string]int{"MatMul": 1})
 	want := []float32{-128 * 0.01, 5 * 0.5, -64 * 0.01, 255 * 0.5, 0, 33 * 0.5}
 	for i, v := range after.Initializers["w"].F32 {

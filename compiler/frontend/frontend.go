@@ -9,7 +9,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -78,18 +77,16 @@ func loadONNX(path string) (*compiler.Graph, error) {
 
 // configLabels sets g's class names (Meta "id2label.N", as the
 // HuggingFace frontend sets them) from the id2label of the config.json at
-// path, when g names none, its "logits" output has one column per label,
-// and the labels are indices 0 to n-1. The file is only a hint beside an
-// ONNX export: a missing or unreadable one names no classes.
+// path (hf.ID2Label), when g names none and its "logits" output has one
+// column per label. The file is only a hint beside an ONNX export: a
+// missing, unreadable or mismatched one names no classes.
 func configLabels(g *compiler.Graph, path string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
-	var cfg struct {
-		ID2Label map[string]string `json:"id2label"`
-	}
-	if json.Unmarshal(data, &cfg) != nil || len(cfg.ID2Label) == 0 {
+	labels, err := hf.ID2Label(data)
+	if err != nil || len(labels) == 0 {
 		return
 	}
 	for k := range g.Meta {
@@ -97,22 +94,13 @@ func configLabels(g *compiler.Graph, path string) {
 			return
 		}
 	}
-	var width int64 = -1
 	for _, o := range g.Outputs {
-		if o.Name == "logits" && len(o.Shape) > 0 && o.Shape[len(o.Shape)-1].Known() {
-			width = o.Shape[len(o.Shape)-1].Size
-		}
-	}
-	if width != int64(len(cfg.ID2Label)) {
-		return
-	}
-	for i := range len(cfg.ID2Label) {
-		if _, ok := cfg.ID2Label[strconv.Itoa(i)]; !ok {
+		if o.Name == "logits" && len(o.Shape) > 0 && o.Shape[len(o.Shape)-1].Known() && o.Shape[len(o.Shape)-1].Size == int64(len(labels)) {
+			for i, l := range labels {
+				g.Meta["id2label."+strconv.Itoa(i)] = l
+			}
 			return
 		}
-	}
-	for i := range len(cfg.ID2Label) {
-		g.Meta["id2label."+strconv.Itoa(i)] = cfg.ID2Label[strconv.Itoa(i)]
 	}
 }
 

@@ -341,6 +341,23 @@ func configJSONError(path string, data []byte, err error) error {
 	return compiler.BadInput(path, "", fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
 }
 
+// ID2Label reads the class names of config.json data's id2label in index
+// order, as LoadConfig does: nil without one, an error where its keys are
+// not the indices 0 to n-1, each once. It reads nothing else, so it serves
+// a config.json beside an ONNX export, whatever its model type.
+func ID2Label(data []byte) ([]string, error) {
+	var raw struct {
+		ID2Label map[string]string `json:"id2label"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%w: %w", compiler.ErrMalformed, err)
+	}
+	if len(raw.ID2Label) == 0 {
+		return nil, nil
+	}
+	return parseLabels(rawConfig{ID2Label: raw.ID2Label})
+}
+
 // parseLabels orders id2label by index; without it, num_labels (default 2,
 // as in PretrainedConfig) gives LABEL_0, LABEL_1, ...
 func parseLabels(raw rawConfig) ([]string, error) {
