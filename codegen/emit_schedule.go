@@ -291,6 +291,29 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			a, b = b, a
 		}
 		return jen.Qual(pkgNN, "AddParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(a), sc(b)), nil
+	case *exec.MulStep:
+		return jen.Qual(pkgNN, "MulParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.A), sc(s.B)), nil
+	case *exec.RotaryStep:
+		// exec's RotaryStep.run: X [batch, seq, heads*d] of the padded
+		// batch, the tables' batch 1 or X's.
+		x, cos := pl.slots[s.X], pl.slots[s.Cos]
+		if len(x.shape) != 3 || !x.shape[2].Known() || s.Heads <= 0 || x.width%s.Heads != 0 || len(cos.shape) != 3 {
+			return nil, fmt.Errorf("codegen: rotary embedding of %s with table %s (node %q) is not [batch, seq, heads*d] with [1 or batch, seq, d]", x.shape, cos.shape, s.Node)
+		}
+		tables := jen.Code(jen.Id("batch"))
+		if cos.shape[0].Known() && cos.shape[0].Size == 1 {
+			tables = jen.Lit(1)
+		}
+		dims := jen.Dict{jen.Id("Batch"): jen.Id("batch"), jen.Id("Seq"): jen.Id("seq"), jen.Id("Heads"): jen.Lit(s.Heads),
+			jen.Id("HeadSize"): jen.Lit(x.width / s.Heads), jen.Id("TableBatch"): tables}
+		call := jen.Qual(pkgNN, "RotaryParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.X), sc(s.Cos), sc(s.Sin),
+			jen.Op("&").Qual(pkgNN, "RotaryDims").Values(dims))
+		// A packed batch: each sequence from row 0 of the tables, computed
+		// at the padded length (exec's RotaryStep.run).
+		packed := jen.Dict{jen.Id("Batch"): jen.Len(jen.Id("offsets")).Op("-").Lit(1), jen.Id("Seq"): jen.Id("seq"), jen.Id("Heads"): jen.Lit(s.Heads),
+			jen.Id("HeadSize"): jen.Lit(x.width / s.Heads), jen.Id("TableBatch"): jen.Lit(1)}
+		return pl.packedOr(s.X, call, jen.Qual(pkgNN, "RotaryPacked").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.X), sc(s.Cos), sc(s.Sin),
+			jen.Op("&").Qual(pkgNN, "RotaryDims").Values(packed), jen.Id("offsets"))), nil
 	case *exec.ActivationStep:
 		fn := s.Activation().NN
 		if fn == "" {

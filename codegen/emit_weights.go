@@ -169,7 +169,10 @@ func (pl *plan) normParams(s *exec.LayerNormStep) jen.Dict {
 func (pl *plan) embedParams(s *exec.EmbedStep) jen.Dict {
 	e := &s.Params
 	d := jen.Dict{
-		jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): pl.f32Field(s.WordName, e.Words), jen.Id("Positions"): pl.f32Field(s.PosName, e.Positions),
+		jen.Id("Hidden"): jen.Lit(e.Hidden), jen.Id("Words"): pl.f32Field(s.WordName, e.Words),
+	}
+	if e.Positions != nil {
+		d[jen.Id("Positions")] = pl.f32Field(s.PosName, e.Positions)
 	}
 	if e.TokenTypes != nil {
 		d[jen.Id("TokenTypes")] = pl.f32Field(s.TypeName, e.TokenTypes)

@@ -3,12 +3,15 @@ package codegen
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
 	sqcexec "github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/compiler/hf"
+	"github.com/sqc-dev/sqc/compiler/onnx"
+	"github.com/sqc-dev/sqc/internal/testmodels"
 	"github.com/sqc-dev/sqc/passes"
 )
 
@@ -53,6 +56,18 @@ func TestEveryStepKindHasEveryPiece(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s, err = sqcexec.Lower(g); err != nil { // FP32: LinearF32, standalone activations
+		t.Fatal(err)
+	}
+	programs = append(programs, s)
+	// ModernBERT, FP32: rotary embeddings (RotaryStep) and its GLU's
+	// product (MulStep).
+	if g, err = onnx.Load(filepath.Join(testmodels.TinyDir(t, testmodels.TinyModernBertBase), "model.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = sqcexec.Lower(g); err != nil {
 		t.Fatal(err)
 	}
 	programs = append(programs, s)

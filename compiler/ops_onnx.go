@@ -40,6 +40,8 @@ func onnxOps() []*OpDef {
 		withFold(unary("Abs", "Y = |X| elementwise; the most negative integer stays itself (two's complement).", 6, numericTypes()), foldAbs),
 		unary("Erf", "Y = erf(X) elementwise (Gauss error function).", 9, floatTypes()),
 		unary("Tanh", "Y = tanh(X) elementwise.", 6, floatTypes()),
+		unary("Sin", "Y = sin(X) elementwise (radians).", 7, floatTypes()),
+		unary("Cos", "Y = cos(X) elementwise (radians).", 7, floatTypes()),
 		unary("Relu", "Y = max(X, 0) elementwise.", 6, floatTypes()),
 		unary("Sigmoid", "Y = 1 / (1 + exp(-X)) elementwise.", 6, floatTypes()),
 		withFold(unary("Neg", "Y = -X elementwise.", 6, signedTypes()), foldNeg),

@@ -34,6 +34,7 @@ func sqcOps() []*OpDef {
 		embeddingsOp(),    // ops_sqc_embed.go
 		layerNormDualOp(), // ops_sqc_layernorm.go
 		layerNormU8Op(),
+		rotaryOp(), // ops_sqc_rotary.go
 	}
 }
 

@@ -61,7 +61,8 @@ func attentionOp() *OpDef {
 			"Mask broadcastable to [batch, heads, sq, sk]; Y[b, i, h*d+e] = sum_j P[b,h,i,j] * V[b, j, h*d+e] with " +
 			"P[b,h,i,:] = softmax_j(scale * sum_c Q[b,i,h*d+c] * K[b,j,h*d+c] + Mask[b,h,i,j]); Y is [batch, sq, heads*d]. " +
 			"An optional Bias (input 4, MPNet's relative position bias) broadcastable likewise is added to the mask first: " +
-			"Mask[b,h,i,j] above is float32(Bias[b,h,i,j] + Mask[b,h,i,j]) (Mask 0 where input 3 is omitted). " +
+			"Mask[b,h,i,j] above is float32(Bias[b,h,i,j] + Mask[b,h,i,j]) (Mask 0 where input 3 is omitted), a sum of two finite values that overflows being " +
+			"±math.MaxFloat32, not ±Inf (runtime/nn.AddSaturating: a window bias of float32's lowest on the padding mask's lowest is lowest). " +
 			"With bias_by_position = 1 (set by passes.MarkPositionOnlyBias), Bias has no batch dim above 1 and Bias[h,i,j] depends on h, i and j only, " +
 			"not on the sequence length: a shorter sequence's bias is the top-left corner of a longer one's. " +
 			"With qkv_packed = 1, input 0 is QKV [batch, seq, 3*heads*d] holding Q, K and V in columns [0, W), [W, 2W) and [2W, 3W) " +

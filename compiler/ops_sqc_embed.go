@@ -15,9 +15,10 @@ func embeddingsOp() *OpDef {
 			"(with positions_first = 1: (Word[ids[b, s]] + Pos[p(b, s)]) + Type[type_ids[b, s]], the order of older transformers and ONNX Runtime's EmbedLayerNormalization) " +
 			"with ids and type_ids i64 [batch, seq], Word [vocab, H], Pos [max_positions, H], Type [types, H]; Y is f32 [batch, seq, H]. " +
 			"No Type: no type term; Type without type_ids (input 3 empty): every token takes Type's row 0. " +
+			"Pos omitted (input 2 empty; ModernBERT, whose positions are rotary, in the attention): no position term, and no padding_idx or positions_first. " +
 			"p(b, s) = s, or with padding_idx = P (RoBERTa's create_position_ids_from_input_ids): P + #{j <= s : ids[b, j] != P} " +
 			"where ids[b, s] != P, else P.",
-		MinInputs: 3, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
+		MinInputs: 2, MaxInputs: 5, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{{Name: "padding_idx", Kind: AttrInt}, {Name: "positions_first", Kind: AttrInt}},
 		DTypes: DTypeRule{
 			In:   []string{"I", "f32", "f32", "I", "f32"},
@@ -52,6 +53,9 @@ func embeddingsCheck(n *Node, _ int64) error {
 	}
 	if pad, ok := EmbeddingsPaddingIdx(n); ok && pad < 0 {
 		return fmt.Errorf("sqc.Embeddings padding_idx = %d (want >= 0: it is a row of the position table)", pad)
+	}
+	if (len(n.Inputs) < 3 || n.Inputs[2] == "") && (n.HasAttr("padding_idx") || n.HasAttr("positions_first")) {
+		return fmt.Errorf("sqc.Embeddings has padding_idx or positions_first but no position table")
 	}
 	if len(n.Inputs) == 4 || (len(n.Inputs) == 5 && n.Inputs[3] != "" && n.Inputs[4] == "") {
 		return fmt.Errorf("sqc.Embeddings has type_ids but no type table")

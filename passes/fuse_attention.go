@@ -175,6 +175,13 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 	if e := ix.producedBy(m.bias, "Expand"); e != nil && maskFits(ix, e.Inputs[0], unmasked) {
 		m.bias = e.Inputs[0]
 	}
+	// Likewise a padding mask expanded over the query rows (ModernBERT's
+	// _prepare_4d_attention_mask): its rows are one row repeated, which
+	// broadcasting repeats the same; the attention then reads the graph's
+	// one padding mask, which packing needs.
+	if e := ix.producedBy(m.mask, "Expand"); e != nil && ix.producedBy(e.Inputs[0], opAttentionMask) != nil && maskFits(ix, e.Inputs[0], unmasked) {
+		m.mask = e.Inputs[0]
+	}
 	m.sink = merge
 	return m, true
 }

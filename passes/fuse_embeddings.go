@@ -26,7 +26,10 @@ import (
 // fused op's "positions 0..seq-1" is what the graph computed — or the
 // padding-offset count of transformers' create_position_ids_from_input_ids
 // (the op's padding_idx). A type row without type ids becomes row 0 of a
-// [types, H] table with input 3 empty (the all-zero type ids). Only sums
+// [types, H] table with input 3 empty (the all-zero type ids). A word
+// lookup W = Gather(word, ids) that feeds the LayerNormalization itself,
+// with no sum (ModernBERT, whose positions are rotary), becomes
+// sqc.Embeddings without a position table. Only sums
 // that feed a LayerNormalization are matched (that is what marks them as
 // the embeddings); the LayerNormalization itself stays, for SmoothQuant to
 // fold into. The dead plumbing is left to EliminateDeadNodes.
@@ -41,6 +44,13 @@ func fuseEmbeddings(g *compiler.Graph) (bool, error) {
 	for _, ln := range g.Nodes {
 		cur.n = ln
 		if ln.Op != "LayerNormalization" {
+			continue
+		}
+		if table, ids, ok := embedGather(g, ix, ln.Inputs[0]); ok {
+			// The word embedding alone (ModernBERT: no position or type
+			// term): sqc.Embeddings without a position table.
+			repl[ix.producer[ln.Inputs[0]]] = &compiler.Node{Name: nm.Fresh(ln.Inputs[0] + "/Embeddings"), Op: "sqc.Embeddings",
+				Inputs: []string{ids, table, ""}, Outputs: []string{ln.Inputs[0]}, Attrs: map[string]compiler.Attr{}}
 			continue
 		}
 		sum := ix.producedBy(ln.Inputs[0], "Add")

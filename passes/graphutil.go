@@ -232,3 +232,21 @@ func nodeRef(n *compiler.Node) string {
 	}
 	return fmt.Sprintf("node %q (%s)", n.Name, n.Op)
 }
+
+// intsConst adds a 1-D int64 initializer holding v under a fresh name
+// from stem and returns the name.
+func intsConst(g *compiler.Graph, nm *compiler.Namer, stem string, v ...int64) string {
+	name := nm.Fresh(stem)
+	g.Initializers[name] = int64Vector(v)
+	return name
+}
+
+// scalarConst adds a float32 scalar initializer holding v under a fresh
+// name from stem and returns the name.
+func scalarConst(g *compiler.Graph, nm *compiler.Namer, stem string, v float32) string {
+	name := nm.Fresh(stem)
+	t := compiler.NewTensor(compiler.Float32)
+	t.F32[0] = v
+	g.Initializers[name] = t
+	return name
+}

@@ -16,21 +16,36 @@ import (
 // The proof follows the bias back to its sources. A value is proved when
 // its dims are static or the attention's sequence symbol (so no batch dim
 // or unknown size) and it is
+//
 //   - a constant;
+//
 //   - Range(start, limit, delta) with start and delta constants: element
 //     k is start + k*delta whatever the limit, so a shorter range is a
 //     prefix of a longer one;
+//
 //   - ConstantOfShape (every element the same constant);
+//
 //   - an elementwise op (compiler.OpDef.Elementwise) of proved inputs,
 //     each broadcast to the output with its dims static 1 or the output's
 //     own (so the broadcast maps positions the same way at every length);
+//
 //   - Unsqueeze (constant axes) or Transpose of a proved value: positions
 //     moved independently of the length;
+//
 //   - Gather of a constant table at proved indices.
+//
+//   - MatMul of proved values over a static contracted dim (RoPE's
+//     inverse frequencies times the positions), or Concat of proved values
+//     on a static axis.
 //
 // Anything else (a Reshape, a Slice, a reduction, a graph input) proves
 // nothing, and the attention stays unmarked: such a schedule runs its
 // batches padded, and sqc inspect says why.
+//
+// It likewise sets tables_by_position = 1 on every sqc.Rotary whose cos
+// and sin tables, [1, seq, d], it proves position-only: a packed batch
+// then gives each sequence the tables' first rows, computed at the
+// batch's padded length.
 var MarkPositionOnlyBias = Pass{Name: "MarkPositionOnlyBias", Run: markPositionOnlyBias}
 
 func markPositionOnlyBias(g *compiler.Graph) (bool, error) {
@@ -50,7 +65,28 @@ func markPositionOnlyBias(g *compiler.Graph) (bool, error) {
 			changed = true
 		}
 	}
+	for _, n := range g.Nodes {
+		if n.Op != opRotary || compiler.RotaryTablesByPosition(n) {
+			continue
+		}
+		x := valueInfo(g, n.Inputs[0])
+		if x == nil || len(x.Shape) != 3 || x.Shape[1].Param == "" {
+			continue
+		}
+		p := positionProof{ix: ix, seq: x.Shape[1].Param, proved: map[string]bool{}}
+		if p.tableShaped(n.Inputs[1]) && p.tableShaped(n.Inputs[2]) && p.value(n.Inputs[1]) && p.value(n.Inputs[2]) {
+			n.Attrs["tables_by_position"] = compiler.IntAttr(1)
+			changed = true
+		}
+	}
 	return changed, nil
+}
+
+// tableShaped reports whether a rotary table is [1, seq, d] with d
+// static: one row per position, shared by the batch.
+func (p *positionProof) tableShaped(name string) bool {
+	v := valueInfo(p.ix.g, name)
+	return v != nil && len(v.Shape) == 3 && v.Shape[0].Known() && v.Shape[0].Size == 1 && v.Shape[1].Param == p.seq && v.Shape[2].Known()
 }
 
 // positionProof proves values position-only (see MarkPositionOnlyBias)
@@ -127,8 +163,56 @@ func (p *positionProof) prove(name string) bool {
 		return axesConst && p.value(n.Inputs[0])
 	case "Gather":
 		return ix.constant(n.Inputs[0]) != nil && p.value(n.Inputs[1])
+	case "MatMul":
+		return p.matMul(n, out.Shape)
+	case "Concat":
+		return p.concat(n, out.Shape)
 	}
 	return false
+}
+
+// matMul proves Y = A·B (rank >= 2 each, Y's rank) when A and B are proved
+// and the contracted dim (A's last, B's next to last) is static: Y[..., i,
+// j] is then a sum over the same k of A's row i and B's column j at every
+// length. The batch dims must broadcast as elementwise ops' do.
+func (p *positionProof) matMul(n *compiler.Node, out compiler.Shape) bool {
+	a, b := valueInfo(p.ix.g, n.Inputs[0]), valueInfo(p.ix.g, n.Inputs[1])
+	r := len(out)
+	if a == nil || b == nil || r < 2 || len(a.Shape) != r || len(b.Shape) != r || !a.Shape[r-1].Known() || !p.value(n.Inputs[0]) || !p.value(n.Inputs[1]) {
+		return false
+	}
+	for i := range r - 2 {
+		for _, d := range []compiler.Dim{a.Shape[i], b.Shape[i]} {
+			if !(d.Known() && d.Size == 1) && !sameDim(d, out[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// concat proves Concat of proved values along a static axis, the other
+// dims the output's: positions on every other axis stay where they are.
+func (p *positionProof) concat(n *compiler.Node, out compiler.Shape) bool {
+	axis := n.AttrInt("axis", 0)
+	if axis < 0 {
+		axis += int64(len(out))
+	}
+	if axis < 0 || axis >= int64(len(out)) || !out[axis].Known() {
+		return false
+	}
+	for _, in := range n.Inputs {
+		v := valueInfo(p.ix.g, in)
+		if v == nil || len(v.Shape) != len(out) || !v.Shape[axis].Known() || !p.value(in) {
+			return false
+		}
+		for i, d := range v.Shape {
+			if int64(i) != axis && !sameDim(d, out[i]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // dimsOK reports whether every dim of s is static or the sequence.

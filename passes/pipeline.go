@@ -45,9 +45,18 @@ func Pipeline() []Pass {
 		// disjoint from it, so their order is no rule.
 		FuseLayerNorm,
 		FuseGelu,
+		// Q, K and V of a fused QKV projection split per head (ModernBERT)
+		// become column slices of it with a standard head split each, which
+		// FuseRotary and FuseAttention read; the rotary embedding on split
+		// heads becomes sqc.Rotary on unsplit ones, FuseAttention's form.
+		UnpackQKVHeads,
+		FuseRotary,
 		// The mask must be canonical before FuseAttention, which matches
 		// "scores + additive mask" and nothing else.
 		CanonicalizeAttentionMask,
+		// A sliding window folded into the padding mask (ModernBERT's local
+		// layers) becomes a bias beside it, FuseAttention's MPNet form.
+		SplitSlidingWindowMask,
 		FuseAttention,
 		// Whether a position bias may be read per sequence of a packed
 		// batch is a fact about the fused attention's bias input.
@@ -57,6 +66,9 @@ func Pipeline() []Pass {
 		// Q/K/V projections feeding Attention are fused too, and Gemm heads
 		// become Linear as well.
 		FuseLinear,
+		// Projections read only in column slices (ModernBERT's Wqkv and GLU
+		// Wi) become one Linear per slice, which FuseQKV re-packs.
+		SplitLinearColumns,
 		// FuseEmbeddings runs after FuseLayerNorm (it matches the
 		// LayerNormalization that ends the embeddings) and before the last
 		// EliminateDeadNodes, which removes the position-id plumbing it

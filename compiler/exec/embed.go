@@ -8,11 +8,17 @@ import (
 // embeddings lowers sqc.Embeddings to an EmbedStep when its tables are f32
 // constants.
 func (l *lowering) embeddings(n *compiler.Node) bool {
-	word, pos := l.constant(n.Inputs[1]), l.constant(n.Inputs[2])
-	for _, t := range []*compiler.Tensor{word, pos} {
-		if t == nil || t.DType != compiler.Float32 {
-			return false
-		}
+	posName := "" // none: no position term
+	if len(n.Inputs) > 2 {
+		posName = n.Inputs[2]
+	}
+	word, pos := l.constant(n.Inputs[1]), l.constant(posName)
+	if word == nil || word.DType != compiler.Float32 || posName != "" && (pos == nil || pos.DType != compiler.Float32) {
+		return false
+	}
+	var posF32 []float32 // nil without a position table
+	if pos != nil {
+		posF32 = pos.F32
 	}
 	if len(word.Shape) != 2 || l.dtype(n.Inputs[0]) != compiler.Int64 {
 		return false
@@ -20,8 +26,8 @@ func (l *lowering) embeddings(n *compiler.Node) bool {
 	h := int(word.Shape[1])
 	s := &EmbedStep{
 		node: node{n.Name}, IDs: l.slot(n.Inputs[0]), TypeIDs: NoSlot, Out: l.slot(n.Outputs[0]),
-		WordName: n.Inputs[1], PosName: n.Inputs[2],
-		Params: nn.Embeddings{Hidden: h, Words: word.F32, Positions: pos.F32},
+		WordName: n.Inputs[1], PosName: posName,
+		Params: nn.Embeddings{Hidden: h, Words: word.F32, Positions: posF32},
 	}
 	s.Params.PaddingIdx, s.Params.PadPositions = compiler.EmbeddingsPaddingIdx(n)
 	s.Params.PositionsFirst = compiler.EmbeddingsPositionsFirst(n)

@@ -168,19 +168,21 @@ func TestEncoderLayerLowering(t *testing.T) {
 }
 
 // TestUnsupportedInsideEncoder: an op without a kernel between two
-// LayerNorms is refused at Compile, naming the node; the same op outside
-// the encoder falls back to the interpreter.
+// LayerNorms of per-token rows is refused at Compile, naming the node; the
+// same op outside the encoder falls back to the interpreter, and so does
+// one before a LayerNorm of pooled rows ([batch, hidden], ModernBERT's
+// classifier head), which ends no encoder.
 func TestUnsupportedInsideEncoder(t *testing.T) {
 	src := `
 graph "soft" opset 17 {
-  input %x: f32[batch, 8]
+  input %x: f32[batch, seq, 8]
   init %g: f32[8] = splat(1)
   %s0 = Softmax(%x) {axis=-1}
   %a = LayerNormalization(%s0, %g) {axis=-1}
   %s = Softmax(%a) {axis=-1} @inside
   %b = LayerNormalization(%s, %g) {axis=-1}
   %c = Softmax(%b) {axis=-1}
-  output %c: f32[batch, 8]
+  output %c: f32[batch, seq, 8]
 }`
 	g := parse(t, src)
 	_, err := Compile(g, Options{})
@@ -191,8 +193,22 @@ graph "soft" opset 17 {
 	g.Nodes[2].Inputs[0] = "a"
 	delete(g.Values, "s")
 	p := compile(t, parse(t, g.Text()), nil, 1)
-	in := map[string]*compiler.Tensor{"x": randF32(3, -2, 2, 3, 8)}
+	in := map[string]*compiler.Tensor{"x": randF32(3, -2, 2, 3, 5, 8)}
 	sameBits(t, "Softmax fallback", run(t, p, in), interpRun(t, g, in))
+
+	pooled := parse(t, `
+graph "pooled" opset 17 {
+  input %x: f32[batch, seq, 8]
+  init %g: f32[8] = splat(1)
+  init %axes: i64[1] = [1]
+  %a = LayerNormalization(%x, %g) {axis=-1}
+  %s = Softmax(%a) {axis=-1}
+  %m = ReduceSum(%s, %axes) {keepdims=0}
+  %b = LayerNormalization(%m, %g) {axis=-1}
+  output %b: f32[batch, 8]
+}`)
+	p = compile(t, pooled, nil, 1)
+	sameBits(t, "generic ops before a pooled LayerNorm", run(t, p, in), interpRun(t, pooled, in))
 }
 
 // TestCompileRejectsBadQLinear: weights must be constants of the right

@@ -107,7 +107,9 @@ type lowering struct {
 	// firstLN..lastLN (node indices) is the encoder, where every node
 	// that reads an activation must have a runtime kernel; -1 when the
 	// graph has no LayerNorm (LayerNormalization, sqc.LayerNormDual or
-	// sqc.LayerNorm).
+	// sqc.LayerNorm) of per-token rows. A LayerNorm of pooled rows
+	// ([batch, hidden]: ModernBERT's classifier head) ends no encoder:
+	// the pooling before it runs once per sequence.
 	firstLN, lastLN int
 	// activation marks the values computed from a LayerNorm's output
 	// (through anything but Shape, whose output is only dims): the
@@ -135,7 +137,7 @@ func newLowering(g *compiler.Graph) *lowering {
 			}
 		}
 		isLN := n.Op == "LayerNormalization" || n.Op == "sqc.LayerNormDual" || n.Op == "sqc.LayerNorm"
-		if isLN {
+		if _, shape := l.info(n.Inputs[0]); isLN && (shape == nil || len(shape) >= 3) {
 			if l.firstLN < 0 {
 				l.firstLN = i
 			}
@@ -313,6 +315,20 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		}
 		l.emit(&AddStep{node: node{n.Name}, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
 		return true, nil
+	case "Mul":
+		if !l.allF32(n.Inputs...) || !l.sameShape(n.Inputs[0], n.Inputs[1]) {
+			return false, nil
+		}
+		l.emit(&MulStep{node: node{n.Name}, A: l.slot(n.Inputs[0]), B: l.slot(n.Inputs[1]), Out: l.slot(n.Outputs[0])})
+		return true, nil
+	case "sqc.Rotary":
+		if !l.allF32(n.Inputs...) {
+			return false, nil
+		}
+		l.emit(&RotaryStep{node: node{n.Name}, Heads: int(n.AttrInt("heads", 0)), TablesByPosition: compiler.RotaryTablesByPosition(n),
+			X: l.slot(n.Inputs[0]), Cos: l.slot(n.Inputs[1]),
+			Sin: l.slot(n.Inputs[2]), Out: l.slot(n.Outputs[0])})
+		return true, nil
 	case "sqc.Gelu", "Tanh", "Relu":
 		a, ok := activationFor(n)
 		if !ok || !l.allF32(n.Inputs[0]) {
@@ -336,6 +352,22 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// sameShape reports whether a and b are proved to have one shape: of one
+// rank, each dim the same size or symbol (MulStep takes no broadcast).
+func (l *lowering) sameShape(a, b string) bool {
+	_, sa := l.info(a)
+	_, sb := l.info(b)
+	if sa == nil || sb == nil || len(sa) != len(sb) {
+		return false
+	}
+	for i := range sa {
+		if sa[i] != sb[i] || (!sa[i].Known() && sa[i].Param == "") {
+			return false
+		}
+	}
+	return true
 }
 
 // suffixBroadcast reports whether Add(a, b) is a same-shape or suffix

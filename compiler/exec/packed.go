@@ -151,6 +151,20 @@ func planPacking(s *Schedule) packPlan {
 				}
 				tok[x.Out] = true
 			}
+		case *RotaryStep:
+			if anyTok {
+				if !tok[x.X] || tok[x.Cos] || tok[x.Sin] || !x.TablesByPosition {
+					return no("%s: rotary tables not proved to depend on positions only (passes.MarkPositionOnlyBias)", label())
+				}
+				tok[x.Out] = true
+			}
+		case *MulStep:
+			if anyTok {
+				if !tok[x.A] || !tok[x.B] {
+					return no("%s: multiplies a value that is not per token", label())
+				}
+				tok[x.Out] = true
+			}
 		case *GatherStep:
 			if tok[x.Indices] {
 				return no("%s: per-token indices", label())

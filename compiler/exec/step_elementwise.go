@@ -17,6 +17,13 @@ type AddStep struct {
 	shape     []int64
 }
 
+// MulStep is nn.MulParallel: Out = A * B for A and B of one shape (a
+// gated linear unit's act(input) * gate).
+type MulStep struct {
+	node
+	A, B, Out SlotID
+}
+
 // ActivationStep applies an elementwise activation (Func: ActGelu,
 // ActGeluTanh, ActTanh, ActRelu; activation.go) to X into Out.
 type ActivationStep struct {
@@ -27,6 +34,31 @@ type ActivationStep struct {
 
 func (s *AddStep) Call() string        { return "nn.AddParallel" }
 func (s *ActivationStep) Call() string { return "nn." + s.Activation().NN }
+func (s *MulStep) Call() string        { return "nn.MulParallel" }
+
+func (s *MulStep) Describe(sl []*Slot) string {
+	return fmt.Sprintf("%s = %s(%s, %s)", slotName(sl, s.Out), s.Call(), slotName(sl, s.A), slotName(sl, s.B))
+}
+
+func (s *MulStep) run(p *Program) error {
+	a, b := p.bufs[s.A], p.bufs[s.B]
+	if a.DType != compiler.Float32 || b.DType != compiler.Float32 {
+		return fmt.Errorf("%w: Mul of %s and %s", compiler.ErrDTypeMismatch, a.DType, b.DType)
+	}
+	if !slices.Equal(a.Shape, b.Shape) {
+		return fmt.Errorf("%w: Mul of %v and %v (the step multiplies equal shapes only)", compiler.ErrShapeMismatch, a.Shape, b.Shape)
+	}
+	out := p.bufs[s.Out]
+	resize(out, compiler.Float32, slices.Clone(a.Shape)...)
+	nn.MulParallel(p.pool, out.F32, a.F32, b.F32)
+	return nil
+}
+
+func (s *MulStep) Operands() Operands { return operands(reads(s.A, s.B), s.Out) }
+
+func (s *MulStep) cost(p *Program) Cost {
+	return Cost{Kind: KindElemwise, Label: "Mul", Ops: float64(len(p.bufs[s.Out].F32)), Bytes: p.operandBytes(s)}
+}
 
 func (s *AddStep) Describe(sl []*Slot) string {
 	return fmt.Sprintf("%s = %s(%s, %s)", slotName(sl, s.Out), s.Call(), slotName(sl, s.A), slotName(sl, s.B))

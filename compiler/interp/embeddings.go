@@ -17,7 +17,11 @@ func init() {
 }
 
 func embeddings(c *call) ([]*compiler.Tensor, error) {
-	ids, word, pos := c.in[0], c.in[1], c.in[2]
+	ids, word := c.in[0], c.in[1]
+	var pos *compiler.Tensor // nil: no position term
+	if len(c.in) > 2 {
+		pos = c.in[2]
+	}
 	var typeIDs, typ *compiler.Tensor
 	if len(c.in) == 5 {
 		typeIDs, typ = c.in[3], c.in[4] // typeIDs nil: type 0 for every token
@@ -27,11 +31,11 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 	if len(ids.Shape) != 2 || ids.DType != compiler.Int64 {
 		return nil, fmt.Errorf("%w: Embeddings ids %s%v, want i64 [batch, seq]", compiler.ErrShapeMismatch, ids.DType, ids.Shape)
 	}
-	if len(word.Shape) != 2 || len(pos.Shape) != 2 || word.DType != compiler.Float32 || pos.DType != compiler.Float32 {
+	if len(word.Shape) != 2 || word.DType != compiler.Float32 || pos != nil && (len(pos.Shape) != 2 || pos.DType != compiler.Float32) {
 		return nil, fmt.Errorf("%w: Embeddings tables must be f32 [rows, hidden]", compiler.ErrShapeMismatch)
 	}
 	batch, seq, h := ids.Shape[0], ids.Shape[1], word.Shape[1]
-	if pos.Shape[1] != h || (!padded && seq > pos.Shape[0]) {
+	if pos != nil && (pos.Shape[1] != h || (!padded && seq > pos.Shape[0])) {
 		return nil, fmt.Errorf("%w: Embeddings of %d tokens with position table %v (hidden %d)", compiler.ErrShapeMismatch, seq, pos.Shape, h)
 	}
 	row := func(table *compiler.Tensor, id int64, what string) ([]float32, error) {
@@ -62,11 +66,13 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 					posID += count
 				}
 			}
-			p, err := row(pos, posID, "position")
-			if err != nil {
-				return nil, err
+			var p []float32 // no position term without a table
+			if pos != nil {
+				if p, err = row(pos, posID, "position"); err != nil {
+					return nil, err
+				}
 			}
-			if positionsFirst {
+			if positionsFirst && p != nil {
 				addTo(out, p)
 			}
 			if typ != nil {
@@ -80,7 +86,7 @@ func embeddings(c *call) ([]*compiler.Tensor, error) {
 				}
 				addTo(out, t)
 			}
-			if !positionsFirst {
+			if !positionsFirst && p != nil {
 				addTo(out, p)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/nn"
 	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
@@ -90,6 +91,7 @@ func attention(c *call) ([]*compiler.Tensor, error) {
 			if err != nil {
 				return nil, fmt.Errorf("Attention bias + mask: %w", err)
 			}
+			saturate(sum[0], c.in[4], mask)
 			mask = sum[0]
 		}
 	}
@@ -276,4 +278,17 @@ func unpackQKV(qkv *compiler.Tensor) (q, k, v *compiler.Tensor, err error) {
 		}
 	}
 	return parts[0], parts[1], parts[2], nil
+}
+
+// saturate makes sum = a + b (float32, broadcast) what the attention
+// kernels add to the scores, nn.AddSaturating's: an element where two
+// finite addends overflowed is ±math.MaxFloat32 instead of ±Inf.
+func saturate(sum, a, b *compiler.Tensor) {
+	if sum.DType != compiler.Float32 || a.DType != compiler.Float32 || b.DType != compiler.Float32 {
+		return
+	}
+	ai, bi := ops.BroadcastIndex(a.Shape, sum.Shape), ops.BroadcastIndex(b.Shape, sum.Shape)
+	for i := range sum.F32 {
+		sum.F32[i] = nn.AddSaturating(a.F32[ai[i]], b.F32[bi[i]])
+	}
 }

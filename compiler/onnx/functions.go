@@ -17,7 +17,9 @@ import (
 // same expander as ONNX Runtime's com.microsoft ops (contrib.go): the
 // fusion passes then find the GELU and the attention they find in any
 // other export. What the expansion does not compute (a key/value cache,
-// causal or soft-capped attention) is refused naming the node.
+// causal or soft-capped attention) is refused naming the node. Split,
+// which is not a function op, is expanded the same way, into the Slices it
+// is (split.go), so no pass needs to know a multi-output op.
 
 // functionPrefix marks, between reading and expansion, a default-domain
 // node that is expanded: its op is functionPrefix + op type, which no op
@@ -28,6 +30,7 @@ const functionPrefix = "ai.onnx.function."
 var functionExpanders = map[string]func(e *contribExpander, n *compiler.Node) error{
 	"Gelu":      (*contribExpander).onnxGelu,
 	"Attention": (*contribExpander).onnxAttention,
+	"Split":     (*contribExpander).onnxSplit,
 }
 
 // isFunctionOp reports whether sqc expands op of the given domain as an

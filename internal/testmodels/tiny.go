@@ -39,6 +39,22 @@ const (
 	TinyMPNetCls = "mpnet-cls-gelunew"
 )
 
+// Tiny ModernBERT models, ONNX exports only (sqc reads ModernBERT from
+// ONNX; gen/make_modernbert.py): pre-norm layers without biases, rotary
+// position embeddings, sliding-window attention on layers 1 and 2 of 4
+// (window 8), a GLU feed-forward.
+const (
+	// ModernBertForSequenceClassification, gelu, mean pooling, opset 17.
+	TinyModernBertCls = "modernbert-cls-gelu"
+	// ModernBertModel (last_hidden_state), gelu_pytorch_tanh, opset 14
+	// (LayerNorms written out).
+	TinyModernBertBase = "modernbert-base-gelutanh"
+)
+
+// TinyONNXModels lists the committed tiny models that have an ONNX export
+// and no HuggingFace folder sqc reads (no model.safetensors).
+var TinyONNXModels = []string{TinyModernBertCls, TinyModernBertBase}
+
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls}

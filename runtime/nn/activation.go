@@ -65,6 +65,25 @@ func Add(dst, a, b []float32) {
 	}
 }
 
+// Mul is dst[i] = a[i] * b[i] for a and b of one length: the product of
+// a gated linear unit's two halves (ModernBERT's act(input) * gate).
+func Mul(dst, a, b []float32) {
+	dst, b = dst[:len(a)], b[:len(a)]
+	for i, v := range a {
+		dst[i] = v * b[i]
+	}
+}
+
+// MulParallel is Mul with the elements spread over p's workers (nil: the
+// caller's goroutine); the bits are Mul's.
+func MulParallel(p *pool.Pool, dst, a, b []float32) {
+	forRows(mulCalls, p, len(a), 1, addArgs{dst: dst, a: a, b: b, unit: 1, same: true}, mulRange)
+}
+
+var mulCalls = newRowsRecycler[addArgs]()
+
+func mulRange(a *addArgs, i0, i1 int) { Mul(a.dst[i0:i1], a.a[i0:i1], a.b[i0:i1]) }
+
 // GeluParallel, GeluTanhParallel, TanhSliceParallel, ReluParallel and
 // AddParallel are Gelu, GeluTanh, TanhSlice, Relu and Add with the elements spread over p's workers (nil:
 // the caller's goroutine); the bits are the serial functions'.

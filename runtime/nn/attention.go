@@ -1,6 +1,10 @@
 package nn
 
-import "github.com/sqc-dev/sqc/runtime/pool"
+import (
+	"math"
+
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
 
 // AttentionDims describe one multi-head attention call on unsplit heads
 // (sqc.Attention): Q is [Batch, SeqQ, Heads*HeadDim], K and V are
@@ -200,18 +204,34 @@ func scoreAddend(kern *kernels, maskT, mask, bias []float32, d *AttentionDims, b
 			}
 			lanes := maskT[j*attnRows:][:n]
 			for i := range lanes {
-				lanes[i] += x
+				lanes[i] = AddSaturating(lanes[i], x)
 			}
 		}
 	case mask != nil:
 		for j := range sk {
 			lanes := maskT[j*attnRows:][:n]
 			for i := range lanes {
-				lanes[i] += mask[mbase+i*d.MaskRowStride+j]
+				lanes[i] = AddSaturating(lanes[i], mask[mbase+i*d.MaskRowStride+j])
 			}
 		}
 	}
 	return maskT, true
+}
+
+// AddSaturating is float32(a + b), except that a sum of two finite values
+// that overflows is ±math.MaxFloat32 rather than ±Inf: how the attention
+// kernels add a bias to the mask. A sliding window written as a bias of
+// float32's lowest (passes.SplitSlidingWindowMask) then adds to the
+// padding mask's lowest as the exported Where(outside, lowest, mask)
+// chooses it, lowest, and a query row that every key is masked from
+// (a padded row far from its sequence's tokens) attends to all keys alike
+// as the exported graph's does, where -Inf would have left it none.
+func AddSaturating(a, b float32) float32 {
+	s := a + b
+	if math.IsInf(float64(s), 0) && !math.IsInf(float64(a), 0) && !math.IsInf(float64(b), 0) {
+		return float32(math.Copysign(math.MaxFloat32, float64(s)))
+	}
+	return s
 }
 
 // The Go kernels of attention. Blocks are 16 lanes wide whatever the

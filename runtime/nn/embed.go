@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
 )
@@ -32,7 +33,7 @@ func Gather(dst, src []float32, outer, dim, inner int, indices []int64) error {
 type Embeddings struct {
 	Hidden     int
 	Words      []float32
-	Positions  []float32
+	Positions  []float32 // nil: no position term (ModernBERT's positions are rotary, in the attention)
 	TokenTypes []float32 // nil: no token-type embedding (DistilBERT)
 	Norm       LayerNormParams
 	// PadPositions selects RoBERTa's and XLM-R's position ids
@@ -124,6 +125,9 @@ func (e *Embeddings) nonPadding(ids []int64) int64 {
 // its rows, less PaddingIdx + 1 with PadPositions (real tokens take
 // positions PaddingIdx+1 .. PaddingIdx+seq).
 func (e *Embeddings) MaxSequence() int {
+	if e.Positions == nil {
+		return math.MaxInt // no position term (ModernBERT's positions are rotary)
+	}
 	rows := len(e.Positions) / e.Hidden
 	if e.PadPositions {
 		return max(rows-int(e.PaddingIdx)-1, 0)
@@ -136,6 +140,9 @@ func (e *Embeddings) MaxSequence() int {
 // position is PaddingIdx + its non-padding ids (PaddingIdx itself when all
 // are padding); without, it is len(ids)-1.
 func (e *Embeddings) checkPositions(ids []int64) error {
+	if e.Positions == nil {
+		return nil // no position term: any length
+	}
 	maxPos := int64(len(e.Positions) / e.Hidden)
 	if !e.PadPositions {
 		if int64(len(ids)) > maxPos {

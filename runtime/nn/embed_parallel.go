@@ -71,7 +71,7 @@ func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int)
 		id += int64(len(e.Words) / h)
 	}
 	copy(row, e.Words[int(id)*h:][:h])
-	if e.PositionsFirst {
+	if e.PositionsFirst && e.Positions != nil {
 		Add(row, row, e.Positions[pos*h:][:h])
 	}
 	if typeIDs != nil {
@@ -83,7 +83,7 @@ func (e *Embeddings) embedRow(row []float32, ids, typeIDs []int64, src, pos int)
 	} else if e.TokenTypes != nil {
 		Add(row, row, e.TokenTypes[:h])
 	}
-	if !e.PositionsFirst {
+	if !e.PositionsFirst && e.Positions != nil {
 		Add(row, row, e.Positions[pos*h:][:h])
 	}
 }

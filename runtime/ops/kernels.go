@@ -59,6 +59,8 @@ var kernels = map[string]kernelSpec{
 	"Sqrt":    {floatUnary(math.Sqrt), 1, 1, 1},
 	"Erf":     {floatUnary(math.Erf), 1, 1, 1},
 	"Tanh":    {floatUnary(math.Tanh), 1, 1, 1},
+	"Sin":     {floatUnary(math.Sin), 1, 1, 1},
+	"Cos":     {floatUnary(math.Cos), 1, 1, 1},
 	"Sigmoid": {floatUnary(sigmoid), 1, 1, 1},
 	"Gelu":    {gelu, 1, 1, 1},
 	"Relu":    {relu, 1, 1, 1},

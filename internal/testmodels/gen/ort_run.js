@@ -2,7 +2,8 @@
 // (npm onnxruntime-node, CPU) on the inputs of MODEL_DIR/reference.json and
 // prints {"outputs": {name: {"shape": [...], "data": [...]}}} on stdout;
 // with $SQC_ORT_OPTIMIZED_MODEL set, it also saves the optimised graph
-// there.
+// there; $SQC_ORT_LEVEL sets the session's graph optimisation level
+// (default all).
 // testmodels.RunORT runs it for compiler/hf's and compiler/onnx's ONNX
 // Runtime comparisons; install the runtime with `npm install
 // --ignore-scripts onnxruntime-node@1.30.0` (the install script only
@@ -19,7 +20,8 @@ async function main() {
     throw new Error('usage: node ort_run.js MODEL_DIR');
   }
   const ref = JSON.parse(fs.readFileSync(path.join(dir, 'reference.json'), 'utf8'));
-  const options = { intraOpNumThreads: 1, graphOptimizationLevel: 'all' };
+  // $SQC_ORT_LEVEL: the graph optimisation level (testmodels.RunORTAt).
+  const options = { intraOpNumThreads: 1, graphOptimizationLevel: process.env.SQC_ORT_LEVEL || 'all' };
   if (process.env.SQC_ORT_OPTIMIZED_MODEL) {
     // Save the graph ONNX Runtime's optimizer made (its com.microsoft
     // fusions), as a session's optimized_model_filepath does, at the level

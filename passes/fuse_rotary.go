@@ -1,0 +1,158 @@
+package passes
+
+import (
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// FuseRotary replaces the rotary position embedding (RoPE) transformers
+// applies to the split heads of Q and K (apply_rotary_pos_emb with
+// rotate_half: ModernBERT, NomicBERT, GTE's NewModel), as torch exports it,
+//
+//	X = Transpose<0,2,1,3>(Reshape(x, [B, S, H, D]))
+//	Add(Mul(X, cos), Mul(Concat(Neg(X[..., D/2:]), X[..., :D/2]), sin))
+//
+// (operands of each Add and Mul in either order; cos and sin [1 or B, 1,
+// S, D]), by the same split of sqc.Rotary(x, cos', sin') {heads: H}, cos'
+// and sin' the tables without their head axis: the unsplit-heads form
+// FuseAttention takes its Q and K in. sqc.Rotary computes the same
+// float32 products and sums (runtime/nn.Rotary), so the bits do not
+// change. The head split must be the one FuseAttention proves (shape
+// inference gives [B, S, H, D] with x's B and S).
+var FuseRotary = Pass{Name: "FuseRotary", Run: fuseRotary}
+
+const opRotary = "sqc.Rotary"
+
+func fuseRotary(g *compiler.Graph) (bool, error) {
+	var cur cursor // names the node in a panic (see Run)
+	defer cur.annotate()
+	ix := newIndex(g)
+	nm := g.Namer()
+	insert := map[*compiler.Node][]*compiler.Node{}
+	for _, n := range g.Nodes {
+		cur.n = n
+		if n.Op != "Add" || insert[n] != nil {
+			continue
+		}
+		m, ok := matchRotary(ix, n)
+		if !ok {
+			continue
+		}
+		stem := nm.Fresh(n.Name + "/Rotary")
+		var nodes []*compiler.Node
+		tables := [2]string{}
+		for i, t := range []string{m.cos, m.sin} {
+			if u := ix.producedBy(t, "Unsqueeze"); u != nil { // the exporter's unsqueeze(1) of a [.., S, d] table
+				if axes, ok := ix.axes(u); ok && len(axes) == 1 && axes[0] == 1 {
+					tables[i] = u.Inputs[0]
+					continue
+				}
+			}
+			sq := &compiler.Node{Name: nm.Fresh(stem + "/table"), Op: "Squeeze", Inputs: []string{t, intsConst(g, nm, stem+"/head_axis", 1)}}
+			sq.Outputs = []string{sq.Name}
+			nodes = append(nodes, sq)
+			tables[i] = sq.Outputs[0]
+		}
+		rot := &compiler.Node{Name: stem, Op: opRotary, Inputs: []string{m.x, tables[0], tables[1]},
+			Outputs: []string{nm.Fresh(stem + "/out")}, Attrs: map[string]compiler.Attr{"heads": compiler.IntAttr(m.heads)}}
+		reshape := &compiler.Node{Name: stem + "/Reshape", Op: "Reshape", Inputs: []string{rot.Outputs[0], intsConst(g, nm, stem+"/heads_shape", 0, 0, m.heads, m.d)},
+			Outputs: []string{nm.Fresh(stem + "/heads")}}
+		tr := &compiler.Node{Name: stem + "/Transpose", Op: "Transpose", Inputs: []string{reshape.Outputs[0]},
+			Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(permSplit...)}}
+		insert[n] = append(nodes, rot, reshape, tr)
+	}
+	if len(insert) == 0 {
+		return false, nil
+	}
+	out := make([]*compiler.Node, 0, len(g.Nodes)+5*len(insert))
+	for _, n := range g.Nodes {
+		if r, ok := insert[n]; ok {
+			out = append(out, r...)
+			continue
+		}
+		out = append(out, n)
+	}
+	g.Nodes = out
+	removeDead(g)
+	return true, g.InferShapes()
+}
+
+type rotaryMatch struct {
+	x, cos, sin string
+	heads, d    int64
+}
+
+// matchRotary matches add = X*cos + rotate_half(X)*sin.
+func matchRotary(ix *index, add *compiler.Node) (rotaryMatch, bool) {
+	var m rotaryMatch
+	for _, order := range [][2]int{{0, 1}, {1, 0}} {
+		direct, rotated := ix.producedBy(add.Inputs[order[0]], "Mul"), ix.producedBy(add.Inputs[order[1]], "Mul")
+		if direct == nil || rotated == nil {
+			continue
+		}
+		for _, do := range [][2]int{{0, 1}, {1, 0}} {
+			xs, cos := direct.Inputs[do[0]], direct.Inputs[do[1]]
+			x, heads, width, _, ok := splitHeads(ix, xs, permSplit)
+			if !ok || width%(2*heads) != 0 {
+				continue
+			}
+			d := width / heads
+			for _, ro := range [][2]int{{0, 1}, {1, 0}} {
+				rh, sin := rotated.Inputs[ro[0]], rotated.Inputs[ro[1]]
+				if rotateHalfOf(ix, rh, xs, d) && rotaryTable(ix, cos, xs, d) && rotaryTable(ix, sin, xs, d) {
+					m = rotaryMatch{x: x, cos: cos, sin: sin, heads: heads, d: d}
+					return m, true
+				}
+			}
+		}
+	}
+	return m, false
+}
+
+// rotateHalfOf reports whether name is Concat(Neg(X[..., d/2:]),
+// X[..., :d/2]) on the last axis of the 4-D X.
+func rotateHalfOf(ix *index, name, x string, d int64) bool {
+	c := ix.producedBy(name, "Concat")
+	if c == nil || len(c.Inputs) != 2 || (c.AttrInt("axis", 0) != -1 && c.AttrInt("axis", 0) != 3) {
+		return false
+	}
+	neg := ix.producedBy(c.Inputs[0], "Neg")
+	return neg != nil && lastAxisSlice(ix, neg.Inputs[0], x, d/2, d) && lastAxisSlice(ix, c.Inputs[1], x, 0, d/2)
+}
+
+// lastAxisSlice reports whether name is Slice(x) taking [from, to) of the
+// last axis (of size d; an end past it, as exporters write "to the end",
+// counts as d) with step 1.
+func lastAxisSlice(ix *index, name, x string, from, to int64) bool {
+	s := ix.producedBy(name, "Slice")
+	if s == nil || len(s.Inputs) < 4 || s.Inputs[0] != x {
+		return false
+	}
+	start, ok1 := ix.ints(s.Inputs[1])
+	end, ok2 := ix.ints(s.Inputs[2])
+	axes, ok3 := ix.ints(s.Inputs[3])
+	if !ok1 || !ok2 || !ok3 || len(start) != 1 || len(end) != 1 || len(axes) != 1 || (axes[0] != -1 && axes[0] != 3) {
+		return false
+	}
+	if len(s.Inputs) > 4 && s.Inputs[4] != "" {
+		if st, ok := ix.ints(s.Inputs[4]); !ok || len(st) != 1 || st[0] != 1 {
+			return false
+		}
+	}
+	e := end[0]
+	if to == 2*from && e >= to { // the upper half: any end at or past d
+		e = to
+	}
+	return start[0] == from && e == to
+}
+
+// rotaryTable reports whether name is a float32 table [1 or B, 1, S, d]
+// for the split heads x [B, H, S, d].
+func rotaryTable(ix *index, name, x string, d int64) bool {
+	t, xv := valueInfo(ix.g, name), valueInfo(ix.g, x)
+	if t == nil || xv == nil || t.DType != compiler.Float32 || len(t.Shape) != 4 || len(xv.Shape) != 4 {
+		return false
+	}
+	s := t.Shape
+	return (s[0].Known() && s[0].Size == 1 || sameDim(s[0], xv.Shape[0])) && s[1].Known() && s[1].Size == 1 &&
+		sameDim(s[2], xv.Shape[2]) && s[3].Known() && s[3].Size == d
+}
