@@ -99,14 +99,7 @@ func (b *builder) layerNormOf(x, param string, width int) string {
 
 // activation applies the FFN nonlinearity named by the config.
 func (b *builder) activation(x, scope string) string {
-	switch b.cfg.HiddenAct {
-	case ActRELU:
-		return b.Op("Relu", scope+"/Relu", x)
-	case ActGELUNew, ActGELUTanh:
-		return b.GeluTanh(x, scope)
-	default:
-		return b.GeluErf(x, scope)
-	}
+	return b.activationNamed(x, scope, b.cfg.HiddenAct)
 }
 
 // splitHeads is blocks' SplitHeads at the config's head count and size.

@@ -23,6 +23,7 @@ const (
 	ModelCamemBERT  = "camembert"
 	ModelELECTRA    = "electra"
 	ModelMPNet      = "mpnet"
+	ModelModernBERT = "modernbert"
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -38,6 +39,8 @@ const (
 	ArchElectraForSequence    = "ElectraForSequenceClassification"
 	ArchMPNetModel            = "MPNetModel"
 	ArchMPNetForSequence      = "MPNetForSequenceClassification"
+	ArchModernBertModel       = "ModernBertModel"
+	ArchModernBertForSequence = "ModernBertForSequenceClassification"
 )
 
 // architecturesByType lists, per model_type, the architectures Build knows;
@@ -50,12 +53,13 @@ var architecturesByType = map[string][]string{
 	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence},
 	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence},
 	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence},
+	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
-	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence}
+	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence}
 
 // mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
 // word and position tables and position ids.
@@ -122,6 +126,10 @@ type Config struct {
 	HiddenAct    string
 	LayerNormEps float64
 
+	// ModernBERT's (ModernBertConfig; zero for every other family):
+	// ModernBERT is the ModernBERT-specific part of the config.
+	ModernBERT ModernBERTConfig
+
 	// Labels are id2label in index order; their count is the classifier's
 	// output width. Used only by *ForSequenceClassification.
 	Labels []string
@@ -129,6 +137,29 @@ type Config struct {
 	// Source is the config.json path for error messages; empty when the
 	// config was made in code.
 	Source string
+}
+
+// ModernBERTConfig holds the ModernBertConfig keys no other family has.
+// HiddenAct is hidden_activation and LayerNormEps norm_eps.
+type ModernBERTConfig struct {
+	// NormBias, AttentionBias, MLPBias and ClassifierBias: whether the
+	// LayerNorms, Wqkv and Wo, Wi and Wo, and the head's dense have biases
+	// (norm_bias, attention_bias, mlp_bias, classifier_bias).
+	NormBias, AttentionBias, MLPBias, ClassifierBias bool
+	// ClassifierActivation is classifier_activation, the head's (an ACT2FN
+	// name); ClassifierPooling is classifier_pooling: "cls" or "mean".
+	ClassifierActivation, ClassifierPooling string
+	// Sliding says per layer whether it attends within the window
+	// (layer_types' "sliding_attention", or every layer whose index
+	// global_attn_every_n_layers does not divide).
+	Sliding []bool
+	// Window is local_attention: a sliding layer's query attends to keys
+	// at most Window/2 positions away.
+	Window int
+	// GlobalTheta and LocalTheta are the rotary bases of the full and the
+	// sliding layers (rope_parameters' rope_theta, or global_rope_theta
+	// and local_rope_theta).
+	GlobalTheta, LocalTheta float64
 }
 
 // EmbeddingWidth is the width of the embedding tables: EmbeddingSize, or
@@ -147,7 +178,9 @@ func (c *Config) OffsetsPositions() bool { return c.IsRoBERTa() || c.ModelType =
 
 // hasTypeTable reports whether the model has token type embeddings
 // (type_vocab_size): every family with BERT's keys but MPNet.
-func (c *Config) hasTypeTable() bool { return c.hasBertKeys() && c.ModelType != ModelMPNet }
+func (c *Config) hasTypeTable() bool {
+	return c.hasBertKeys() && c.ModelType != ModelMPNet && c.ModelType != ModelModernBERT
+}
 
 // HasTokenTypeIDs reports whether the model takes a token_type_ids input
 // (BERT and ELECTRA; the RoBERTa family and DistilBERT do not).
@@ -182,6 +215,9 @@ func (c *Config) ParamPrefix() string {
 	if c.IsRoBERTa() {
 		return "roberta."
 	}
+	if c.ModelType == ModelModernBERT {
+		return "model." // ModernBertPreTrainedModel.base_model_prefix
+	}
 	return c.ModelType + "."
 }
 
@@ -209,12 +245,35 @@ type rawConfig struct {
 	EmbeddingSize    *int     `json:"embedding_size"`                 // ElectraConfig
 	RelativeBuckets  *int     `json:"relative_attention_num_buckets"` // MPNetConfig
 
+	// ModernBertConfig keys.
+	HiddenActivation     *string                    `json:"hidden_activation"`
+	NormEps              *float64                   `json:"norm_eps"`
+	NormBias             *bool                      `json:"norm_bias"`
+	AttentionBias        *bool                      `json:"attention_bias"`
+	MLPBias              *bool                      `json:"mlp_bias"`
+	ClassifierBias       *bool                      `json:"classifier_bias"`
+	ClassifierActivation *string                    `json:"classifier_activation"`
+	ClassifierPooling    *string                    `json:"classifier_pooling"`
+	GlobalAttnEveryN     *int                       `json:"global_attn_every_n_layers"`
+	LocalAttention       *int                       `json:"local_attention"`
+	GlobalRopeTheta      *float64                   `json:"global_rope_theta"`
+	LocalRopeTheta       *float64                   `json:"local_rope_theta"`
+	LayerTypes           []string                   `json:"layer_types"`
+	RopeParameters       map[string]*ropeParameters `json:"rope_parameters"`
+	RopeScaling          map[string]any             `json:"rope_scaling"`
+
 	// DistilBertConfig keys.
 	Dim        *int    `json:"dim"`
 	NLayers    *int    `json:"n_layers"`
 	NHeads     *int    `json:"n_heads"`
 	HiddenDim  *int    `json:"hidden_dim"`
 	Activation *string `json:"activation"`
+}
+
+// ropeParameters is one entry of transformers 5's rope_parameters.
+type ropeParameters struct {
+	RopeType  *string  `json:"rope_type"`
+	RopeTheta *float64 `json:"rope_theta"`
 }
 
 // LoadConfig reads and validates a config.json.
@@ -303,6 +362,10 @@ func ParseConfig(data []byte, path string) (Config, error) {
 			if raw.VocabSize == nil && cfg.ModelType == ModelRoBERTa {
 				cfg.VocabSize = 50265
 			}
+		}
+	case ModelModernBERT:
+		if err := parseModernBERT(&cfg, raw, path); err != nil {
+			return Config{}, err
 		}
 	case ModelDistilBERT:
 		cfg.HiddenSize = intOr(raw.Dim, 768)
@@ -450,8 +513,13 @@ func (c *Config) Validate() error {
 		return compiler.BadInput(c.Source, c.key("hidden_act"), fmt.Errorf("%w: activation %q; supported: %s, %s, %s, %s",
 			compiler.ErrUnknownModel, c.HiddenAct, ActGELU, ActGELUNew, ActGELUTanh, ActRELU))
 	}
+	if c.ModelType == ModelModernBERT {
+		if err := c.validateModernBERT(fail); err != nil {
+			return err
+		}
+	}
 	if !(c.LayerNormEps > 0) || math.IsInf(c.LayerNormEps, 0) {
-		return fail("layer_norm_eps", "%v is not a positive finite number", c.LayerNormEps)
+		return fail(c.key("layer_norm_eps"), "%v is not a positive finite number", c.LayerNormEps)
 	}
 	if c.IsClassifier() && (len(c.Labels) < 1 || len(c.Labels) > maxLabels) {
 		return fail("id2label", "%d labels; a classifier needs 1 to %d", len(c.Labels), maxLabels)
@@ -471,10 +539,16 @@ var distilBertKeys = map[string]string{
 	"hidden_act":          "activation",
 }
 
+// modernBertKeys maps BertConfig key names to ModernBertConfig's.
+var modernBertKeys = map[string]string{"hidden_act": "hidden_activation", "layer_norm_eps": "norm_eps"}
+
 // key is the config.json key that holds the field BERT calls bertKey, so
 // errors name what the user sees in the file.
 func (c *Config) key(bertKey string) string {
 	if k, ok := distilBertKeys[bertKey]; ok && !c.hasBertKeys() {
+		return k
+	}
+	if k, ok := modernBertKeys[bertKey]; ok && c.ModelType == ModelModernBERT {
 		return k
 	}
 	return bertKey
@@ -484,6 +558,9 @@ func (c *Config) key(bertKey string) string {
 // sizes are bounded by Validate first, so it cannot overflow int64.
 func (c *Config) parameterCount() int64 {
 	h, i, e := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.EmbeddingWidth())
+	if c.ModelType == ModelModernBERT {
+		return c.modernBertParameters()
+	}
 	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * e
 	if e != h {
 		n += e*h + h // ELECTRA's embeddings_project

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sqc-dev/sqc/internal/testmodels"
@@ -76,6 +77,7 @@ func TestPresets(t *testing.T) {
 		"bert-mini":       11_171_074, // sst2-bert-mini's count in models/README.md
 		"distilbert-base": 66_955_010,
 		"mpnet-base":      109_488_002, // all-mpnet-base-v2's 109,486,464 less its pooler, plus a 2-label head
+		"modernbert-base": 149_606_402, // ModernBERT-base's 149,014,272 (PyTorch's count of ModernBertModel) plus the head and 2 labels
 	}
 	for _, name := range PresetNames() {
 		c, err := Preset(name)
@@ -124,6 +126,58 @@ func TestRandomWeightsDeterministic(t *testing.T) {
 	for _, v := range ln.F32 {
 		if v < 0.8 || v > 1.2 {
 			t.Fatalf("LayerNorm weight %v is not near 1", v)
+		}
+	}
+}
+
+// TestModernBERTConfig: ModernBertConfig's keys with their class
+// defaults, transformers 4.48's global_attn_every_n_layers and thetas and
+// transformers 5's layer_types and rope_parameters alike; what sqc does
+// not compute is refused naming the key.
+func TestModernBERTConfig(t *testing.T) {
+	parse := func(extra string) (Config, error) {
+		return ParseConfig([]byte(`{"model_type": "modernbert", "architectures": ["ModernBertModel"], "num_hidden_layers": 4`+extra+`}`), "config.json")
+	}
+	c, err := parse("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.ModernBERT
+	if c.HiddenSize != 768 || c.IntermediateSize != 1152 || c.HiddenAct != ActGELU || c.LayerNormEps != 1e-5 || m.Window != 128 ||
+		m.GlobalTheta != 160000 || m.LocalTheta != 10000 || m.NormBias || m.AttentionBias || m.MLPBias || m.ClassifierPooling != "cls" ||
+		!slices.Equal(m.Sliding, []bool{false, true, true, false}) {
+		t.Errorf("defaults: %+v", c)
+	}
+	c, err = parse(`, "global_attn_every_n_layers": 2, "global_rope_theta": 8e4, "local_rope_theta": 5e3, "norm_bias": true, "hidden_activation": "gelu_pytorch_tanh", "norm_eps": 1e-6`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.ModernBERT; !slices.Equal(m.Sliding, []bool{false, true, false, true}) || m.GlobalTheta != 8e4 || m.LocalTheta != 5e3 || !m.NormBias ||
+		c.HiddenAct != ActGELUTanh || c.LayerNormEps != 1e-6 {
+		t.Errorf("transformers 4.48 keys: %+v", c)
+	}
+	c, err = parse(`, "layer_types": ["sliding_attention", "full_attention", "full_attention", "sliding_attention"],
+		"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e5}, "sliding_attention": {"rope_type": "default", "rope_theta": 2e4}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.ModernBERT; !slices.Equal(m.Sliding, []bool{true, false, false, true}) || m.GlobalTheta != 1e5 || m.LocalTheta != 2e4 {
+		t.Errorf("transformers 5 keys: %+v", c.ModernBERT)
+	}
+	for _, bad := range []struct{ extra, key string }{
+		{`, "rope_scaling": {"rope_type": "yarn", "factor": 2}`, "rope_scaling"},
+		{`, "rope_parameters": {"full_attention": {"rope_type": "linear"}}`, "rope_parameters.full_attention.rope_type"},
+		{`, "layer_types": ["full_attention"]`, "layer_types"},
+		{`, "layer_types": ["full_attention", "chunked", "full_attention", "full_attention"]`, "layer_types[1]"},
+		{`, "hidden_size": 96, "num_attention_heads": 32`, "num_attention_heads"},
+		{`, "classifier_pooling": "max"`, "classifier_pooling"},
+		{`, "classifier_activation": "silu"`, "classifier_activation"},
+		{`, "hidden_activation": "silu"`, "hidden_activation"},
+		{`, "local_rope_theta": 0.5`, "local_rope_theta"},
+	} {
+		_, err := parse(bad.extra)
+		if err == nil || !strings.Contains(err.Error(), bad.key) {
+			t.Errorf("%s: err = %v, want one naming %s", bad.extra, err, bad.key)
 		}
 	}
 }

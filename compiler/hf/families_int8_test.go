@@ -167,39 +167,3 @@ func TestTinyFamiliesINT8(t *testing.T) {
 		})
 	}
 }
-
-// TestTinyModernBERTINT8: the ModernBERT exports (ONNX only) quantise like
-// the other families: every layer's GLU input half carries its GELU in
-// the GEMM epilogue, and the INT8 outputs keep the cosine bar against the
-// canonical FP32 graph, which matches PyTorch.
-func TestTinyModernBERTINT8(t *testing.T) {
-	for _, name := range testmodels.TinyONNXModels {
-		t.Run(name, func(t *testing.T) {
-			dir, ref := loadTiny(t, name)
-			g, err := onnx.Load(filepath.Join(dir, "model.onnx"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			q, f, listing, err := int8Outputs(t, g, ref)
-			if err != nil {
-				t.Fatalf("INT8 engine: %v", err)
-			}
-			const layers = 4
-			if n := strings.Count(listing, "act=gelu"); n != layers {
-				t.Errorf("%d GEMMs with a GELU epilogue, want one per layer (%d):\n%s", n, layers, listing)
-			}
-			for _, out := range ref.OutputNames() {
-				cosFP32 := testmodels.Cosine(q[out], f[out])
-				d := testmodels.TensorMaxAbsDiff(f[out], ref.Outputs[out])
-				t.Logf("%s: INT8 cosine %.5f vs FP32, max |INT8 - FP32| %.3g; canonical FP32 max |sqc - torch| %.3g",
-					out, cosFP32, testmodels.TensorMaxAbsDiff(q[out], f[out]), d)
-				if !(d <= referenceTolerance) {
-					t.Errorf("%s: canonical FP32 differs from PyTorch by %.3g > %g", out, d, referenceTolerance)
-				}
-				if !(cosFP32 >= int8MinCosine) {
-					t.Errorf("%s: INT8 cosine vs FP32 %.5f < %g", out, cosFP32, int8MinCosine)
-				}
-			}
-		})
-	}
-}

@@ -141,6 +141,8 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildELECTRA(b, prefix)
 	case ModelMPNet:
 		buildMPNet(b, prefix, pooled)
+	case ModelModernBERT:
+		buildModernBERT(b, prefix)
 	}
 	if b.err != nil {
 		return nil, b.err

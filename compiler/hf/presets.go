@@ -2,6 +2,7 @@ package hf
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,6 +41,27 @@ var presets = map[string]Config{
 		VocabSize: 30527, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
 		MaxPositions: 514, PadTokenID: mpnetPaddingIdx, RelativeBuckets: 32, HiddenAct: ActGELU, LayerNormEps: 1e-5,
 	},
+	// answerdotai/ModernBERT-base
+	"modernbert-base": modernBertPreset(22, 768, 12, 1152),
+	// answerdotai/ModernBERT-large
+	"modernbert-large": modernBertPreset(28, 1024, 16, 2624),
+}
+
+// modernBertPreset is ModernBertConfig's defaults at a size: every third
+// layer global (theta 160000), the others within a window of 128 (theta
+// 10000), no biases, GELU.
+func modernBertPreset(layers, hidden, heads, inter int) Config {
+	sliding := make([]bool, layers)
+	for i := range sliding {
+		sliding[i] = i%modernBertEveryN != 0
+	}
+	return Config{
+		ModelType: ModelModernBERT, Architecture: ArchModernBertForSequence,
+		VocabSize: 50368, HiddenSize: hidden, NumLayers: layers, NumHeads: heads, IntermediateSize: inter,
+		MaxPositions: 8192, PadTokenID: modernBertPadTokenID, HiddenAct: ActGELU, LayerNormEps: 1e-5,
+		ModernBERT: ModernBERTConfig{ClassifierActivation: ActGELU, ClassifierPooling: "cls", Sliding: sliding, Window: modernBertWindow,
+			GlobalTheta: modernBertGlobalTheta, LocalTheta: modernBertLocalTheta},
+	}
 }
 
 // robertaPreset is the 12 x 768 shape roberta-base and xlm-roberta-base
@@ -81,5 +103,6 @@ func Preset(name string) (Config, error) {
 			compiler.ErrUnknownModel, name, strings.Join(PresetNames(), ", ")))
 	}
 	c.Labels = []string{"LABEL_0", "LABEL_1"}
+	c.ModernBERT.Sliding = slices.Clone(c.ModernBERT.Sliding) // the caller's own
 	return c, nil
 }

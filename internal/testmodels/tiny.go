@@ -39,10 +39,9 @@ const (
 	TinyMPNetCls = "mpnet-cls-gelunew"
 )
 
-// Tiny ModernBERT models, ONNX exports only (sqc reads ModernBERT from
-// ONNX; gen/make_modernbert.py): pre-norm layers without biases, rotary
-// position embeddings, sliding-window attention on layers 1 and 2 of 4
-// (window 8), a GLU feed-forward.
+// Tiny ModernBERT models (gen/make_modernbert.py): pre-norm layers
+// without biases, rotary position embeddings, sliding-window attention on
+// layers 1 and 2 of 4 (window 8), a GLU feed-forward.
 const (
 	// ModernBertForSequenceClassification, gelu, mean pooling, opset 17.
 	TinyModernBertCls = "modernbert-cls-gelu"
@@ -51,13 +50,12 @@ const (
 	TinyModernBertBase = "modernbert-base-gelutanh"
 )
 
-// TinyONNXModels lists the committed tiny models that have an ONNX export
-// and no HuggingFace folder sqc reads (no model.safetensors).
-var TinyONNXModels = []string{TinyModernBertCls, TinyModernBertBase}
+// TinyModernBertModels lists the tiny ModernBERT models.
+var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
-	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls}
+	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

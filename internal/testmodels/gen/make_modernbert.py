@@ -1,4 +1,5 @@
-"""Tiny random-weight ModernBERT models (ONNX exports only), after
+"""Tiny random-weight ModernBERT models (config.json, model.safetensors and
+the ONNX export), after
 transformers' modeling_modernbert.py (eager attention), for sqc's tests:
 pre-norm layers without biases, a fused Wqkv split per head, rotary
 position embeddings (global and local theta) on Q and K, sliding-window
@@ -144,17 +145,6 @@ class Cls(nn.Module):
 
 
 
-class ModernBertModel(nn.Module):
-    """Model, returning last_hidden_state."""
-
-    def __init__(s, c):
-        super().__init__()
-        s.model = Model(c)
-
-    def forward(s, ids, am):
-        return s.model(ids, am)
-
-
 def modernbert_config(arch, vocab, hidden, layers, heads, inter, act, pooling, local, num_labels=2):
     # ModernBertConfig's keys and defaults (norm_bias, attention_bias and
     # mlp_bias False; global_attn_every_n_layers 3; rope thetas 160000 and
@@ -169,7 +159,9 @@ def modernbert_config(arch, vocab, hidden, layers, heads, inter, act, pooling, l
                 transformers_version=make_models.TRANSFORMERS_VERSION)
 
 
-CLASSES = {"ModernBertForSequenceClassification": Cls, "ModernBertModel": ModernBertModel}
+# ModernBertModel is Model: its state dict has no "model." prefix, as a
+# base checkpoint's; the classifier keeps the encoder under "model.".
+CLASSES = {"ModernBertForSequenceClassification": Cls, "ModernBertModel": Model}
 
 # name, config, opset: 4 layers (0 and 3 global, 1 and 2 local), a window
 # of 8 (4 each side) so the 16-token row meets it; opset 14 writes the
@@ -180,7 +172,17 @@ TINY = [
 ]
 
 
-def build(name, c, opset, out_dir, seed, lengths):
+def published():
+    # answerdotai/ModernBERT-base's config.json shapes (22 layers, hidden
+    # 768, 12 heads, GLU intermediate 1152, window 128), random weights,
+    # at opset 14 (ONNX Runtime optimises it at every level; see
+    # testmodels.RunORTAt), for benchmarks.
+    c = modernbert_config("ModernBertModel", 50368, 768, 22, 12, 1152, "gelu", "mean", 128)
+    c["max_position_embeddings"] = 8192
+    return [("modernbert-base-random", c, 14)]
+
+
+def build(name, c, opset, out_dir, seed, lengths, published=False):
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     torch.manual_seed(seed)
@@ -190,6 +192,8 @@ def build(name, c, opset, out_dir, seed, lengths):
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)
         f.write("\n")
+    if not published:
+        make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
     batch = make_models.make_batch(c, seed + 1, lengths)
     names = ["input_ids", "attention_mask"]
     args = tuple(torch.from_numpy(batch[n]) for n in names)
@@ -216,11 +220,12 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
+    ap.add_argument("--published", action="store_true", help="ModernBERT-base's shapes (random weights) instead of the tiny models")
     a = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    for i, (name, c, opset) in enumerate(TINY):
+    for i, (name, c, opset) in enumerate(published() if a.published else TINY):
         # make_models.py's batch: padding, a length-1 body, one full row.
-        build(name, c, opset, a.out, 3000 + 17 * i, [9, 3, 16, 12])
+        build(name, c, opset, a.out, 3000 + 17 * i, [24, 7, 32] if a.published else [9, 3, 16, 12], a.published)
 
 
 if __name__ == "__main__":
