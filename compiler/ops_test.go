@@ -134,6 +134,8 @@ func TestShapeRules(t *testing.T) {
 		{"Sqrt", 14, x + "%y = Sqrt(%x)", "f32[batch, sequence, 8]"},
 		{"Erf", 14, x + "%y = Erf(%x)", "f32[batch, sequence, 8]"},
 		{"Tanh", 14, x + "%y = Tanh(%x)", "f32[batch, sequence, 8]"},
+		{"Sin", 14, x + "%y = Sin(%x)", "f32[batch, sequence, 8]"},
+		{"Cos", 14, x + "%y = Cos(%x)", "f32[batch, sequence, 8]"},
 		{"Relu", 14, x + "%y = Relu(%x)", "f32[batch, sequence, 8]"},
 		{"Sigmoid", 14, x + "%y = Sigmoid(%x)", "f32[batch, sequence, 8]"},
 		{"Neg", 14, x + "%y = Neg(%x)", "f32[batch, sequence, 8]"},

@@ -22,13 +22,19 @@ type RotaryDims struct {
 // keep the compiler from fusing them into an FMA). d must be even.
 func Rotary(dst, x, cos, sin []float32, heads, d int) {
 	half := d / 2
-	cos, sin = cos[:d], sin[:d]
+	// Halves of equal length, so the loop below indexes without bounds
+	// checks.
+	cosLo, cosHi, sinLo, sinHi := cos[:half], cos[half:d], sin[:half], sin[half:d]
+	cosHi, sinLo, sinHi = cosHi[:len(cosLo)], sinLo[:len(cosLo)], sinHi[:len(cosLo)]
 	for h := range heads {
-		xs, ys := x[h*d:(h+1)*d], dst[h*d:(h+1)*d]
-		for e := range half {
-			lo, hi := xs[e], xs[e+half]
-			ys[e] = float32(lo*cos[e]) + float32(-hi*sin[e])
-			ys[e+half] = float32(hi*cos[e+half]) + float32(lo*sin[e+half])
+		xLo, xHi := x[h*d:h*d+half], x[h*d+half:(h+1)*d]
+		yLo, yHi := dst[h*d:h*d+half], dst[h*d+half:(h+1)*d]
+		xHi, yLo, yHi = xHi[:len(xLo)], yLo[:len(xLo)], yHi[:len(xLo)]
+		cLo, cHi, sLo, sHi := cosLo[:len(xLo)], cosHi[:len(xLo)], sinLo[:len(xLo)], sinHi[:len(xLo)]
+		for e, lo := range xLo {
+			hi := xHi[e]
+			yLo[e] = float32(lo*cLo[e]) + float32(-hi*sLo[e])
+			yHi[e] = float32(hi*cHi[e]) + float32(lo*sHi[e])
 		}
 	}
 }

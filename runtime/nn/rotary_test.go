@@ -120,3 +120,16 @@ func TestAddSaturating(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRotary is ModernBERT-base's rotary embedding of one projection
+// (12 heads of 64) for a batch of 8 x 128 tokens, on one goroutine.
+func BenchmarkRotary(b *testing.B) {
+	dims := &RotaryDims{Batch: 8, Seq: 128, Heads: 12, HeadSize: 64, TableBatch: 1}
+	x := randSlice(1, dims.Batch*dims.Seq*dims.Heads*dims.HeadSize, -1, 1)
+	cos, sin := randSlice(2, dims.Seq*dims.HeadSize, -1, 1), randSlice(3, dims.Seq*dims.HeadSize, -1, 1)
+	dst := make([]float32, len(x))
+	b.SetBytes(int64(8 * len(x))) // x read and dst written
+	for b.Loop() {
+		RotaryParallel(nil, dst, x, cos, sin, dims)
+	}
+}
