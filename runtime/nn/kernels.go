@@ -102,6 +102,9 @@ type kernels struct {
 	gelu func(dst, src []float32)
 	// geluTanh sets dst[i] = gelu.GeluTanh(src[i]), as gelu.
 	geluTanh func(dst, src []float32)
+
+	// rotary is Rotary on one token's row (see rotaryGo).
+	rotary func(dst, x, cos, sin []float32, heads, d int)
 }
 
 // goKernels returns the portable kernels.
@@ -128,6 +131,7 @@ func goKernels() *kernels {
 		linearTile:      linearTileGo,
 		gelu:            geluGo,
 		geluTanh:        geluTanhGo,
+		rotary:          rotaryGo,
 	}
 }
 

@@ -62,6 +62,7 @@ func asmKernels() *kernels {
 		linearTile:      linearTileWith(linearRows4Asm, linearRows1Asm, 1),
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
+		rotary:          rotaryAVX512,
 	}
 }
 
@@ -365,6 +366,21 @@ func geluAVX512(dst, src []float32) {
 	}
 	need("GELU output", dst, 1, 0, len(src))
 	geluAsm(ptr(dst), ptr(src), len(src))
+}
+
+// rotaryAVX512 is kernels.rotary on rotaryAsm.
+func rotaryAVX512(dst, x, cos, sin []float32, heads, d int) {
+	if heads <= 0 || d <= 0 {
+		return
+	}
+	if d%2 != 0 {
+		panic(fmt.Sprintf("nn: rotary head size %d is odd", d))
+	}
+	need("rotary output", dst, 1, 0, heads*d)
+	need("rotary input", x, 1, 0, heads*d)
+	need("rotary cos", cos, 1, 0, d)
+	need("rotary sin", sin, 1, 0, d)
+	rotaryAsm(ptr(dst), ptr(x), ptr(cos), ptr(sin), heads, d/2)
 }
 
 func geluTanhAVX512(dst, src []float32) {

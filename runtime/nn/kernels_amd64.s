@@ -6467,6 +6467,59 @@ gelu2_loop_251:
 	VZEROUPPER
 	RET
 
+// func rotaryAsm(dst *float32, x *float32, cos *float32, sin *float32, heads int, half int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·rotaryAsm(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ cos+16(FP), DX
+	MOVQ sin+24(FP), BX
+	MOVQ heads+32(FP), SI
+	MOVQ half+40(FP), DI
+	MOVQ DI, R8
+	SHLQ $0x03, R8
+	XORQ R9, R9
+
+rotary_chunks_252:
+	MOVQ      DI, R10
+	SUBQ      R9, R10
+	MOVQ      $0x00000010, R11
+	CMPQ      R10, R11
+	CMOVQLT   R10, R11
+	LEAQ      nnColMasks<>+0(SB), R10
+	MOVQ      (R10)(R11*8), R10
+	KMOVQ     R10, K1
+	MOVQ      DI, R10
+	ADDQ      R9, R10
+	VMOVUPS.Z (DX)(R9*4), K1, Z0
+	VMOVUPS.Z (DX)(R10*4), K1, Z1
+	VMOVUPS.Z (BX)(R9*4), K1, Z2
+	VMOVUPS.Z (BX)(R10*4), K1, Z3
+	LEAQ      (CX)(R9*4), R10
+	LEAQ      (AX)(R9*4), R11
+	MOVQ      SI, R12
+
+rotary_heads_253:
+	VMOVUPS.Z (R10), K1, Z4
+	VMOVUPS.Z (R10)(DI*4), K1, Z5
+	VMULPS    Z0, Z4, Z6
+	VMULPS    Z2, Z5, Z7
+	VSUBPS    Z7, Z6, Z6
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z3, Z4, Z4
+	VADDPS    Z4, Z5, Z5
+	VMOVUPS   Z6, K1, (R11)
+	VMOVUPS   Z5, K1, (R11)(DI*4)
+	ADDQ      R8, R10
+	ADDQ      R8, R11
+	DECQ      R12
+	JNZ       rotary_heads_253
+	ADDQ      $0x10, R9
+	CMPQ      R9, DI
+	JL        rotary_chunks_252
+	VZEROUPPER
+	RET
+
 // func attnScoresAVX2Asm(s *float32, qT *float32, k *float32, kStride int, sk int, d int)
 // Requires: AVX
 TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
@@ -6478,9 +6531,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_252:
+sc2x_main_254:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_253
+	JL    sc2x_tail_255
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6497,7 +6550,7 @@ sc2x_main_252:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_254:
+sc2x_c_256:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -6533,7 +6586,7 @@ sc2x_c_254:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_254
+	JNZ          sc2x_c_256
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6550,11 +6603,11 @@ sc2x_c_254:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_252
+	JMP          sc2x_main_254
 
-sc2x_tail_253:
+sc2x_tail_255:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_255
+	JL    sc2x_skip_257
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6567,7 +6620,7 @@ sc2x_tail_253:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_256:
+sc2x_c_258:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -6593,7 +6646,7 @@ sc2x_c_256:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_256
+	JNZ          sc2x_c_258
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6606,9 +6659,9 @@ sc2x_c_256:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_255:
+sc2x_skip_257:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_257
+	JL    sc2x_skip_259
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6617,7 +6670,7 @@ sc2x_skip_255:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_258:
+sc2x_c_260:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -6633,7 +6686,7 @@ sc2x_c_258:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_258
+	JNZ          sc2x_c_260
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6642,16 +6695,16 @@ sc2x_c_258:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_257:
+sc2x_skip_259:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_259
+	JL    sc2x_skip_261
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_260:
+sc2x_c_262:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -6662,14 +6715,14 @@ sc2x_c_260:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_260
+	JNZ          sc2x_c_262
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_259:
+sc2x_skip_261:
 	VZEROUPPER
 	RET
 
@@ -6678,12 +6731,12 @@ sc2x_skip_259:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_261
+	JZ           sm2x_empty_263
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_262
+	JEQ          sm2x_mode1_264
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_263
+	JEQ          sm2x_mode2_265
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6696,9 +6749,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_264
+	JZ           sm2x_pass2_266
 
-sm2x_max_265:
+sm2x_max_267:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -6709,15 +6762,15 @@ sm2x_max_265:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_265
+	JNZ     sm2x_max_267
 
-sm2x_pass2_264:
+sm2x_pass2_266:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_266:
+sm2x_exp_268:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6798,14 +6851,14 @@ sm2x_exp_266:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_266
+	JNZ       sm2x_exp_268
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_262:
+sm2x_mode1_264:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6823,9 +6876,9 @@ sm2x_mode1_262:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_267
+	JZ           sm2x_pass2_269
 
-sm2x_max_268:
+sm2x_max_270:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -6841,15 +6894,15 @@ sm2x_max_268:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_268
+	JNZ          sm2x_max_270
 
-sm2x_pass2_267:
+sm2x_pass2_269:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_269:
+sm2x_exp_271:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6930,14 +6983,14 @@ sm2x_exp_269:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_269
+	JNZ       sm2x_exp_271
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_263:
+sm2x_mode2_265:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6953,9 +7006,9 @@ sm2x_mode2_263:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_270
+	JZ           sm2x_pass2_272
 
-sm2x_max_271:
+sm2x_max_273:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -6969,15 +7022,15 @@ sm2x_max_271:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_271
+	JNZ     sm2x_max_273
 
-sm2x_pass2_270:
+sm2x_pass2_272:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_272:
+sm2x_exp_274:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7058,14 +7111,14 @@ sm2x_exp_272:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_272
+	JNZ       sm2x_exp_274
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_261:
+sm2x_empty_263:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7078,12 +7131,12 @@ sm2x_empty_261:
 TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sms2x_empty_273
+	JZ           sms2x_empty_275
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sms2x_mode1_274
+	JEQ          sms2x_mode1_276
 	CMPQ         AX, $0x02
-	JEQ          sms2x_mode2_275
+	JEQ          sms2x_mode2_277
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7117,9 +7170,9 @@ TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(R10)
 	DECQ         R11
-	JZ           sm2x_pass2_276
+	JZ           sm2x_pass2_278
 
-sm2x_max_277:
+sm2x_max_279:
 	ADDQ         $0x40, R10
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7147,15 +7200,15 @@ sm2x_max_277:
 	VMOVUPS      Y3, 32(R10)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R11
-	JNZ          sm2x_max_277
+	JNZ          sm2x_max_279
 
-sm2x_pass2_276:
+sm2x_pass2_278:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R10
 	MOVQ  R8, R11
 
-sm2x_exp_278:
+sm2x_exp_280:
 	VMOVUPS   (R10), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7236,14 +7289,14 @@ sm2x_exp_278:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R10
 	DECQ      R11
-	JNZ       sm2x_exp_278
+	JNZ       sm2x_exp_280
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode1_274:
+sms2x_mode1_276:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7282,9 +7335,9 @@ sms2x_mode1_274:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_279
+	JZ           sm2x_pass2_281
 
-sm2x_max_280:
+sm2x_max_282:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7317,15 +7370,15 @@ sm2x_max_280:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_280
+	JNZ          sm2x_max_282
 
-sm2x_pass2_279:
+sm2x_pass2_281:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_281:
+sm2x_exp_283:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7406,14 +7459,14 @@ sm2x_exp_281:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_281
+	JNZ       sm2x_exp_283
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode2_275:
+sms2x_mode2_277:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7450,9 +7503,9 @@ sms2x_mode2_275:
 	VADDPS       32(R10), Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_282
+	JZ           sm2x_pass2_284
 
-sm2x_max_283:
+sm2x_max_285:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7483,15 +7536,15 @@ sm2x_max_283:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_283
+	JNZ          sm2x_max_285
 
-sm2x_pass2_282:
+sm2x_pass2_284:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_284:
+sm2x_exp_286:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7572,14 +7625,14 @@ sm2x_exp_284:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_284
+	JNZ       sm2x_exp_286
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_empty_273:
+sms2x_empty_275:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7595,15 +7648,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_285:
+pv2x_cols_287:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_286
+	JL   pv2x_coltail_288
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_288:
+pv2x_rows_main_290:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_289
+	JL    pv2x_rows_tail_291
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7619,15 +7672,15 @@ pv2x_rows_main_288:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_290
+	JZ    pv2x_divide_292
 
-pv2x_j_291:
+pv2x_j_293:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_292
+	JNE          pv2x_zero_294
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -7648,52 +7701,52 @@ pv2x_j_291:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_293
+	JMP          pv2x_next_295
 
-pv2x_zero_292:
+pv2x_zero_294:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_294
+	JCC          pv2x_skip_296
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
-
-pv2x_skip_294:
-	BTL          $0x01, R11
-	JCC          pv2x_skip_295
-	VBROADCASTSS 4(DI), Y11
-	VMULPS       Y9, Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       Y10, Y11, Y11
-	VADDPS       Y11, Y4, Y4
-
-pv2x_skip_295:
-	BTL          $0x02, R11
-	JCC          pv2x_skip_296
-	VBROADCASTSS 8(DI), Y11
-	VMULPS       Y9, Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       Y10, Y11, Y11
-	VADDPS       Y11, Y6, Y6
 
 pv2x_skip_296:
-	BTL          $0x03, R11
+	BTL          $0x01, R11
 	JCC          pv2x_skip_297
+	VBROADCASTSS 4(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y4, Y4
+
+pv2x_skip_297:
+	BTL          $0x02, R11
+	JCC          pv2x_skip_298
+	VBROADCASTSS 8(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y6, Y6
+
+pv2x_skip_298:
+	BTL          $0x03, R11
+	JCC          pv2x_skip_299
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_297:
-pv2x_next_293:
+pv2x_skip_299:
+pv2x_next_295:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_291
+	JNZ  pv2x_j_293
 
-pv2x_divide_290:
+pv2x_divide_292:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7726,11 +7779,11 @@ pv2x_divide_290:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_288
+	JMP          pv2x_rows_main_290
 
-pv2x_rows_tail_289:
+pv2x_rows_tail_291:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_298
+	JL    pv2x_rows_skip_300
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7742,16 +7795,16 @@ pv2x_rows_tail_289:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_299
+	JZ    pv2x_divide_301
 
-pv2x_j_300:
+pv2x_j_302:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_301
+	JNE          pv2x_zero_303
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -7762,34 +7815,34 @@ pv2x_j_300:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_302
+	JMP          pv2x_next_304
 
-pv2x_zero_301:
+pv2x_zero_303:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_303
+	JCC          pv2x_skip_305
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_303:
+pv2x_skip_305:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_304
+	JCC          pv2x_skip_306
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_304:
-pv2x_next_302:
+pv2x_skip_306:
+pv2x_next_304:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_300
+	JNZ  pv2x_j_302
 
-pv2x_divide_299:
+pv2x_divide_301:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7811,9 +7864,9 @@ pv2x_divide_299:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_298:
+pv2x_rows_skip_300:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_305
+	JL    pv2x_rows_skip_307
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -7823,40 +7876,40 @@ pv2x_rows_skip_298:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_306
+	JZ    pv2x_divide_308
 
-pv2x_j_307:
+pv2x_j_309:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_308
+	JNE          pv2x_zero_310
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_309
+	JMP          pv2x_next_311
 
-pv2x_zero_308:
+pv2x_zero_310:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_310
+	JCC          pv2x_skip_312
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_310:
-pv2x_next_309:
+pv2x_skip_312:
+pv2x_next_311:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_307
+	JNZ  pv2x_j_309
 
-pv2x_divide_306:
+pv2x_divide_308:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7872,21 +7925,21 @@ pv2x_divide_306:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_305:
+pv2x_rows_skip_307:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_285
+	JMP  pv2x_cols_287
 
-pv2x_coltail_286:
+pv2x_coltail_288:
 	TESTQ DX, DX
-	JZ    pv2x_done_287
+	JZ    pv2x_done_289
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_311:
+pv2x_rows_main_313:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_312
+	JL    pv2x_rows_tail_314
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7898,14 +7951,14 @@ pv2x_rows_main_311:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_313
+	JZ    pv2x_divide_315
 
-pv2x_j_314:
+pv2x_j_316:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_315
+	JNE          pv2x_zero_317
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -7918,44 +7971,44 @@ pv2x_j_314:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_316
+	JMP          pv2x_next_318
 
-pv2x_zero_315:
+pv2x_zero_317:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_317
+	JCC          pv2x_skip_319
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
-
-pv2x_skip_317:
-	BTL          $0x01, R10
-	JCC          pv2x_skip_318
-	VBROADCASTSS 4(SI), Y6
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y2, Y2
-
-pv2x_skip_318:
-	BTL          $0x02, R10
-	JCC          pv2x_skip_319
-	VBROADCASTSS 8(SI), Y6
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y3, Y3
 
 pv2x_skip_319:
-	BTL          $0x03, R10
+	BTL          $0x01, R10
 	JCC          pv2x_skip_320
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+
+pv2x_skip_320:
+	BTL          $0x02, R10
+	JCC          pv2x_skip_321
+	VBROADCASTSS 8(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+
+pv2x_skip_321:
+	BTL          $0x03, R10
+	JCC          pv2x_skip_322
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_320:
-pv2x_next_316:
+pv2x_skip_322:
+pv2x_next_318:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_314
+	JNZ  pv2x_j_316
 
-pv2x_divide_313:
+pv2x_divide_315:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -7980,11 +8033,11 @@ pv2x_divide_313:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_311
+	JMP          pv2x_rows_main_313
 
-pv2x_rows_tail_312:
+pv2x_rows_tail_314:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_321
+	JL    pv2x_rows_skip_323
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -7994,45 +8047,45 @@ pv2x_rows_tail_312:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_322
+	JZ    pv2x_divide_324
 
-pv2x_j_323:
+pv2x_j_325:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_324
+	JNE          pv2x_zero_326
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_325
+	JMP          pv2x_next_327
 
-pv2x_zero_324:
+pv2x_zero_326:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_326
+	JCC          pv2x_skip_328
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_326:
+pv2x_skip_328:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_327
+	JCC          pv2x_skip_329
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_327:
-pv2x_next_325:
+pv2x_skip_329:
+pv2x_next_327:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_323
+	JNZ  pv2x_j_325
 
-pv2x_divide_322:
+pv2x_divide_324:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -8050,9 +8103,9 @@ pv2x_divide_322:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_321:
+pv2x_rows_skip_323:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_328
+	JL    pv2x_rows_skip_330
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -8060,35 +8113,35 @@ pv2x_rows_skip_321:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_329
+	JZ    pv2x_divide_331
 
-pv2x_j_330:
+pv2x_j_332:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_331
+	JNE          pv2x_zero_333
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_332
+	JMP          pv2x_next_334
 
-pv2x_zero_331:
+pv2x_zero_333:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_333
+	JCC          pv2x_skip_335
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_333:
-pv2x_next_332:
+pv2x_skip_335:
+pv2x_next_334:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_330
+	JNZ  pv2x_j_332
 
-pv2x_divide_329:
+pv2x_divide_331:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -8102,8 +8155,8 @@ pv2x_divide_329:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_328:
-pv2x_done_287:
+pv2x_rows_skip_330:
+pv2x_done_289:
 	VZEROUPPER
 	RET
 
@@ -8148,7 +8201,7 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	LEAQ nnAVX2Lanes<>+0(SB), R8
 	MOVQ $0x00000010, R9
 
-lns2_row_334:
+lns2_row_336:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8160,9 +8213,9 @@ lns2_row_334:
 	MOVQ  BX, R10
 	MOVQ  DX, R11
 	TESTQ R11, R11
-	JZ    lns2_tail_336
+	JZ    lns2_tail_338
 
-lns2_step_335:
+lns2_step_337:
 	VCVTPS2PD (R10), Y8
 	VADDPD    Y8, Y0, Y0
 	VCVTPS2PD 16(R10), Y8
@@ -8181,11 +8234,11 @@ lns2_step_335:
 	VADDPD    Y8, Y7, Y7
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_335
+	JNZ       lns2_step_337
 
-lns2_tail_336:
+lns2_tail_338:
 	TESTQ      CX, CX
-	JZ         lns2_done_337
+	JZ         lns2_done_339
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -8291,7 +8344,7 @@ lns2_tail_336:
 	VCVTPS2PD  X8, Y8
 	VADDPD     Y8, Y7, Y7
 
-lns2_done_337:
+lns2_done_339:
 	VADDPD       Y2, Y0, Y0
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y6, Y4, Y4
@@ -8317,9 +8370,9 @@ lns2_done_337:
 	MOVQ         BX, R10
 	MOVQ         DX, R11
 	TESTQ        R11, R11
-	JZ           lns2_tail_339
+	JZ           lns2_tail_341
 
-lns2_step_338:
+lns2_step_340:
 	VCVTPS2PD (R10), Y9
 	VSUBPD    Y0, Y9, Y9
 	VMULPD    Y9, Y9, Y9
@@ -8354,11 +8407,11 @@ lns2_step_338:
 	VADDPD    Y9, Y8, Y8
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_338
+	JNZ       lns2_step_340
 
-lns2_tail_339:
+lns2_tail_341:
 	TESTQ      CX, CX
-	JZ         lns2_done_340
+	JZ         lns2_done_342
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -8496,7 +8549,7 @@ lns2_tail_339:
 	VANDPD     Y0, Y10, Y10
 	VADDPD     Y10, Y8, Y8
 
-lns2_done_340:
+lns2_done_342:
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y4, Y2, Y2
 	VADDPD       Y7, Y5, Y5
@@ -8518,7 +8571,7 @@ lns2_done_340:
 	ADDQ         $0x08, DI
 	ADDQ         AX, BX
 	DECQ         R9
-	JNZ          lns2_row_334
+	JNZ          lns2_row_336
 	VZEROUPPER
 	RET
 
@@ -8527,20 +8580,20 @@ lns2_done_340:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_341
-	CMPQ AX, $0x04
-	JEQ  lnn2_variant_342
-	CMPQ AX, $0x06
 	JEQ  lnn2_variant_343
-	CMPQ AX, $0x03
+	CMPQ AX, $0x04
 	JEQ  lnn2_variant_344
-	CMPQ AX, $0x05
+	CMPQ AX, $0x06
 	JEQ  lnn2_variant_345
-	CMPQ AX, $0x07
+	CMPQ AX, $0x03
 	JEQ  lnn2_variant_346
+	CMPQ AX, $0x05
+	JEQ  lnn2_variant_347
+	CMPQ AX, $0x07
+	JEQ  lnn2_variant_348
 	RET
 
-lnn2_variant_341:
+lnn2_variant_343:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8550,7 +8603,7 @@ lnn2_variant_341:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_347:
+lnn2_loop_349:
 	VMOVUPS (AX)(SI*4), Y3
 	VSUBPS  Y0, Y3, Y3
 	VSUBPS  Y1, Y3, Y3
@@ -8559,11 +8612,11 @@ lnn2_loop_347:
 	VMOVUPS Y3, (BX)(SI*4)
 	ADDQ    $0x08, SI
 	CMPQ    SI, DX
-	JL      lnn2_loop_347
+	JL      lnn2_loop_349
 	VZEROUPPER
 	RET
 
-lnn2_variant_342:
+lnn2_variant_344:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8579,7 +8632,7 @@ lnn2_variant_342:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         SI, SI
 
-lnn2_loop_348:
+lnn2_loop_350:
 	VMOVUPS      (AX)(SI*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8596,11 +8649,11 @@ lnn2_loop_348:
 	VMOVQ        X7, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_348
+	JL           lnn2_loop_350
 	VZEROUPPER
 	RET
 
-lnn2_variant_343:
+lnn2_variant_345:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8617,77 +8670,13 @@ lnn2_variant_343:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         DI, DI
 
-lnn2_loop_349:
-	VMOVUPS      (AX)(DI*4), Y7
-	VSUBPS       Y0, Y7, Y7
-	VSUBPS       Y1, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VMULPS       (CX)(DI*4), Y7, Y7
-	VMOVUPS      Y7, (BX)(DI*4)
-	VMULPS       Y3, Y7, Y7
-	VMAXPS       Y5, Y7, Y7
-	VMINPS       Y6, Y7, Y7
-	VCVTPS2DQ    Y7, Y7
-	VPADDD       Y4, Y7, Y7
-	VEXTRACTI128 $0x01, Y7, X8
-	VPACKSSDW    X8, X7, X7
-	VPACKUSWB    X7, X7, X7
-	VMOVQ        X7, (SI)(DI*1)
-	ADDQ         $0x08, DI
-	CMPQ         DI, DX
-	JL           lnn2_loop_349
-	VZEROUPPER
-	RET
-
-lnn2_variant_344:
-	VBROADCASTSS meanHi+32(FP), Y0
-	VBROADCASTSS meanLo+36(FP), Y1
-	VBROADCASTSS inv+40(FP), Y2
-	MOVQ         x+16(FP), AX
-	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         beta+56(FP), BX
-	MOVQ         y+0(FP), SI
-	XORQ         DI, DI
-
-lnn2_loop_350:
-	VMOVUPS (AX)(DI*4), Y3
-	VSUBPS  Y0, Y3, Y3
-	VSUBPS  Y1, Y3, Y3
-	VMULPS  Y2, Y3, Y3
-	VMULPS  (CX)(DI*4), Y3, Y3
-	VADDPS  (BX)(DI*4), Y3, Y3
-	VMOVUPS Y3, (SI)(DI*4)
-	ADDQ    $0x08, DI
-	CMPQ    DI, DX
-	JL      lnn2_loop_350
-	VZEROUPPER
-	RET
-
-lnn2_variant_345:
-	VBROADCASTSS meanHi+32(FP), Y0
-	VBROADCASTSS meanLo+36(FP), Y1
-	VBROADCASTSS inv+40(FP), Y2
-	MOVQ         x+16(FP), AX
-	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         beta+56(FP), BX
-	MOVQ         q+8(FP), SI
-	VBROADCASTSS invScale+64(FP), Y3
-	MOVL         zp+68(FP), DI
-	VMOVD        DI, X4
-	VPBROADCASTD X4, Y4
-	VBROADCASTSS nnConsts<>+40(SB), Y5
-	VBROADCASTSS nnConsts<>+36(SB), Y6
-	XORQ         DI, DI
-
 lnn2_loop_351:
 	VMOVUPS      (AX)(DI*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       (CX)(DI*4), Y7, Y7
-	VADDPS       (BX)(DI*4), Y7, Y7
+	VMOVUPS      Y7, (BX)(DI*4)
 	VMULPS       Y3, Y7, Y7
 	VMAXPS       Y5, Y7, Y7
 	VMINPS       Y6, Y7, Y7
@@ -8712,6 +8701,70 @@ lnn2_variant_346:
 	MOVQ         n+24(FP), DX
 	MOVQ         beta+56(FP), BX
 	MOVQ         y+0(FP), SI
+	XORQ         DI, DI
+
+lnn2_loop_352:
+	VMOVUPS (AX)(DI*4), Y3
+	VSUBPS  Y0, Y3, Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y2, Y3, Y3
+	VMULPS  (CX)(DI*4), Y3, Y3
+	VADDPS  (BX)(DI*4), Y3, Y3
+	VMOVUPS Y3, (SI)(DI*4)
+	ADDQ    $0x08, DI
+	CMPQ    DI, DX
+	JL      lnn2_loop_352
+	VZEROUPPER
+	RET
+
+lnn2_variant_347:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         q+8(FP), SI
+	VBROADCASTSS invScale+64(FP), Y3
+	MOVL         zp+68(FP), DI
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
+	XORQ         DI, DI
+
+lnn2_loop_353:
+	VMOVUPS      (AX)(DI*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (CX)(DI*4), Y7, Y7
+	VADDPS       (BX)(DI*4), Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (SI)(DI*1)
+	ADDQ         $0x08, DI
+	CMPQ         DI, DX
+	JL           lnn2_loop_353
+	VZEROUPPER
+	RET
+
+lnn2_variant_348:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         y+0(FP), SI
 	MOVQ         q+8(FP), DI
 	VBROADCASTSS invScale+64(FP), Y3
 	MOVL         zp+68(FP), R8
@@ -8721,7 +8774,7 @@ lnn2_variant_346:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnn2_loop_352:
+lnn2_loop_354:
 	VMOVUPS      (AX)(R8*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8740,7 +8793,7 @@ lnn2_loop_352:
 	VMOVQ        X7, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_352
+	JL           lnn2_loop_354
 	VZEROUPPER
 	RET
 
@@ -8749,7 +8802,7 @@ lnn2_loop_352:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_353
+	JEQ          lnd2_beta_355
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8767,7 +8820,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnd2_loop_354:
+lnd2_loop_356:
 	VMOVUPS      (AX)(R8*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8786,11 +8839,11 @@ lnd2_loop_354:
 	VMOVQ        X7, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_354
+	JL           lnd2_loop_356
 	VZEROUPPER
 	RET
 
-lnd2_beta_353:
+lnd2_beta_355:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8810,7 +8863,7 @@ lnd2_beta_353:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R10, R10
 
-lnd2_loop_355:
+lnd2_loop_357:
 	VMOVUPS      (AX)(R10*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8831,7 +8884,7 @@ lnd2_loop_355:
 	VMOVQ        X7, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_355
+	JL           lnd2_loop_357
 	VZEROUPPER
 	RET
 
@@ -8853,14 +8906,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_356:
+q2_row_358:
 	XORQ R8, R8
 
-q2_wide_357:
+q2_wide_359:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_358
+	JL        q2_narrow_360
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8891,11 +8944,11 @@ q2_wide_357:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_357
+	JMP       q2_wide_359
 
-q2_narrow_358:
+q2_narrow_360:
 	CMPQ         R8, BX
-	JGE          q2_done_359
+	JGE          q2_done_361
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8907,13 +8960,13 @@ q2_narrow_358:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_358
+	JMP          q2_narrow_360
 
-q2_done_359:
+q2_done_361:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_356
+	JNZ  q2_row_358
 	VZEROUPPER
 	RET
 
@@ -8933,7 +8986,7 @@ TEXT ·quantizeRowsU8AVX2Asm(SB), NOSPLIT, $0-64
 	SHLQ         $0x02, R8
 	MOVQ         dstStride+8(FP), R9
 
-q2_row_360:
+q2_row_362:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Y0
@@ -8942,11 +8995,11 @@ q2_row_360:
 	ADDQ         $0x04, CX
 	XORQ         R10, R10
 
-q2_wide_361:
+q2_wide_363:
 	MOVQ      DI, R11
 	SUBQ      R10, R11
 	CMPQ      R11, $0x20
-	JL        q2_narrow_362
+	JL        q2_narrow_364
 	VMOVUPS   (BX)(R10*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8977,11 +9030,11 @@ q2_wide_361:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (DX)(R10*1)
 	ADDQ      $0x20, R10
-	JMP       q2_wide_361
+	JMP       q2_wide_363
 
-q2_narrow_362:
+q2_narrow_364:
 	CMPQ         R10, DI
-	JGE          q2_done_363
+	JGE          q2_done_365
 	VMOVUPS      (BX)(R10*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8993,13 +9046,13 @@ q2_narrow_362:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (DX)(R10*1)
 	ADDQ         $0x08, R10
-	JMP          q2_narrow_362
+	JMP          q2_narrow_364
 
-q2_done_363:
+q2_done_365:
 	ADDQ R8, BX
 	ADDQ R9, DX
 	DECQ SI
-	JNZ  q2_row_360
+	JNZ  q2_row_362
 	VZEROUPPER
 	RET
 
@@ -9018,11 +9071,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_364:
+mm2_wide_366:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_365
+	JL      mm2_narrow_367
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9036,18 +9089,18 @@ mm2_wide_364:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_364
+	JMP     mm2_wide_366
 
-mm2_narrow_365:
+mm2_narrow_367:
 	CMPQ    DX, CX
-	JGE     mm2_done_366
+	JGE     mm2_done_368
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_365
+	JMP     mm2_narrow_367
 
-mm2_done_366:
+mm2_done_368:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9082,7 +9135,7 @@ TEXT ·minMaxRowsAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr2_row_368:
+mmr2_row_370:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9093,11 +9146,11 @@ mmr2_row_368:
 	VPXOR Y7, Y7, Y7
 	XORQ  R8, R8
 
-mm2_wide_369:
+mm2_wide_371:
 	MOVQ    BX, R9
 	SUBQ    R8, R9
 	CMPQ    R9, $0x20
-	JL      mm2_narrow_370
+	JL      mm2_narrow_372
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9111,18 +9164,18 @@ mm2_wide_369:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, R8
-	JMP     mm2_wide_369
+	JMP     mm2_wide_371
 
-mm2_narrow_370:
+mm2_narrow_372:
 	CMPQ    R8, BX
-	JGE     mm2_done_371
+	JGE     mm2_done_373
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, R8
-	JMP     mm2_narrow_370
+	JMP     mm2_narrow_372
 
-mm2_done_371:
+mm2_done_373:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9147,7 +9200,7 @@ mm2_done_371:
 	ADDQ         $0x04, DI
 	ADDQ         CX, AX
 	DECQ         DX
-	JNZ          mmr2_row_368
+	JNZ          mmr2_row_370
 	VZEROUPPER
 	RET
 
@@ -9163,11 +9216,11 @@ TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
 	VMOVUPS nnConsts<>+576(SB), Y0
 	XORQ    DI, DI
 
-amc2_wide_372:
+amc2_wide_374:
 	MOVQ    SI, R8
 	SUBQ    DI, R8
 	CMPQ    R8, $0x20
-	JL      amc2_narrow_373
+	JL      amc2_narrow_375
 	VMOVUPS (AX)(DI*4), Y1
 	VMOVUPS 32(AX)(DI*4), Y2
 	VMOVUPS 64(AX)(DI*4), Y3
@@ -9175,7 +9228,7 @@ amc2_wide_372:
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_375:
+amc2_row_377:
 	VANDPS  (R8), Y0, Y5
 	VMAXPS  Y1, Y5, Y1
 	VANDPS  32(R8), Y0, Y5
@@ -9186,32 +9239,32 @@ amc2_row_375:
 	VMAXPS  Y4, Y5, Y4
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_375
+	JNZ     amc2_row_377
 	VMOVUPS Y1, (AX)(DI*4)
 	VMOVUPS Y2, 32(AX)(DI*4)
 	VMOVUPS Y3, 64(AX)(DI*4)
 	VMOVUPS Y4, 96(AX)(DI*4)
 	ADDQ    $0x20, DI
-	JMP     amc2_wide_372
+	JMP     amc2_wide_374
 
-amc2_narrow_373:
+amc2_narrow_375:
 	CMPQ    DI, SI
-	JGE     amc2_done_374
+	JGE     amc2_done_376
 	VMOVUPS (AX)(DI*4), Y1
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_376:
+amc2_row_378:
 	VANDPS  (R8), Y0, Y2
 	VMAXPS  Y1, Y2, Y1
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_376
+	JNZ     amc2_row_378
 	VMOVUPS Y1, (AX)(DI*4)
 	ADDQ    $0x08, DI
-	JMP     amc2_narrow_373
+	JMP     amc2_narrow_375
 
-amc2_done_374:
+amc2_done_376:
 	VZEROUPPER
 	RET
 
@@ -9229,7 +9282,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_377:
+pq_chunk_379:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -9250,66 +9303,66 @@ pq_chunk_377:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_378
+	JLE    pq_loaded_380
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_378:
+pq_loaded_380:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -9441,7 +9494,7 @@ pq_loaded_378:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_377
+	JL         pq_chunk_379
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -9465,7 +9518,7 @@ TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
 	VPBROADCASTD nnConsts<>+76(SB), Z2
 	XORQ         R11, R11
 
-pvs_strip_379:
+pvs_strip_381:
 	MOVQ        R9, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000010, R13
@@ -9480,7 +9533,7 @@ pvs_strip_379:
 	MOVQ        AX, R13
 	MOVQ        SI, R14
 
-pvs_group_380:
+pvs_group_382:
 	MOVQ      R12, R15
 	VMOVUPS.Z (R15), K1, Z5
 	ADDQ      BX, R15
@@ -9522,12 +9575,12 @@ pvs_group_380:
 	ADDQ      $0x40, R13
 	ADDQ      R10, R12
 	DECQ      R14
-	JNZ       pvs_group_380
+	JNZ       pvs_group_382
 	VMOVDQU32 Z4, K1, (R8)(R11*4)
 	ADDQ      CX, AX
 	ADDQ      $0x10, R11
 	CMPQ      R11, R9
-	JL        pvs_strip_379
+	JL        pvs_strip_381
 	VZEROUPPER
 	RET
 
@@ -9541,7 +9594,7 @@ TEXT ·symScalesAsm(SB), NOSPLIT, $0-32
 	VBROADCASTSS nnConsts<>+12(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-sym_loop_381:
+sym_loop_383:
 	MOVQ        $0x00000010, SI
 	CMPQ        BX, SI
 	CMOVQLT     BX, SI
@@ -9559,7 +9612,7 @@ sym_loop_381:
 	ADDQ        $0x40, CX
 	ADDQ        $0x40, DX
 	SUBQ        $0x10, BX
-	JG          sym_loop_381
+	JG          sym_loop_383
 	VZEROUPPER
 	RET
 
@@ -9579,9 +9632,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_382:
+pv4_384:
 	TESTQ     R10, R10
-	JZ        pv4_done_383
+	JZ        pv4_done_385
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9621,7 +9674,7 @@ pv4_382:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_383
+	JZ        pv4_done_385
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9662,9 +9715,9 @@ pv4_382:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_382
+	JMP       pv4_384
 
-pv4_done_383:
+pv4_done_385:
 	VZEROUPPER
 	RET
 
@@ -9683,7 +9736,7 @@ TEXT ·packQueries16AVX2Asm(SB), NOSPLIT, $0-40
 	VPXOR        Y4, Y4, Y4
 	XORQ         DI, DI
 
-pq2_chunk_384:
+pq2_chunk_386:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
@@ -9694,38 +9747,38 @@ pq2_chunk_384:
 	VPXOR Y12, Y12, Y12
 	LEAQ  (CX)(DI*1), R8
 	CMPQ  BX, $0x00000000
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y5
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000001
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y6
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000002
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y7
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000003
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y8
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000004
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y9
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000005
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y10
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000006
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y11
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000007
-	JLE   pq2_loaded_385
+	JLE   pq2_loaded_387
 	VPXOR (R8), Y0, Y12
 
-pq2_loaded_385:
+pq2_loaded_387:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9792,38 +9845,38 @@ pq2_loaded_385:
 	VPXOR      Y12, Y12, Y12
 	LEAQ       (CX)(DI*1), R8
 	CMPQ       BX, $0x00000000
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000001
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000002
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000003
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000004
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000005
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000006
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000007
-	JLE        pq2_loaded_386
+	JLE        pq2_loaded_388
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_386:
+pq2_loaded_388:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9892,38 +9945,38 @@ pq2_loaded_386:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_387
+	JLE        pq2_loaded_389
 	VPXOR      (R8), Y0, Y12
 
-pq2_loaded_387:
+pq2_loaded_389:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9992,38 +10045,38 @@ pq2_loaded_387:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_388:
+pq2_loaded_390:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10083,7 +10136,7 @@ pq2_loaded_388:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq2_chunk_384
+	JL         pq2_chunk_386
 	VMOVDQU    Y3, (SI)
 	VMOVDQU    Y4, 32(SI)
 	VZEROUPPER
@@ -10102,7 +10155,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	MOVQ         blocks+24(FP), BX
 	LEAQ         (DX)(DX*2), SI
 
-probs_389:
+probs_391:
 	VMULPS       (AX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -10226,7 +10279,7 @@ probs_389:
 	ADDQ         $0x08, CX
 	ADDQ         $0x00000200, AX
 	DECQ         BX
-	JNZ          probs_389
+	JNZ          probs_391
 	VZEROUPPER
 	RET
 
@@ -10242,7 +10295,7 @@ TEXT ·probsT16Asm(SB), NOSPLIT, $0-32
 	MOVQ         blocks+24(FP), BX
 	LEAQ         (DX)(DX*2), SI
 
-probs5_390:
+probs5_392:
 	VMULPS       64(AX), Z0, Z3
 	VMAXPS       Z1, Z3, Z3
 	VCVTPS2DQ    Z3, Z3
@@ -10322,7 +10375,7 @@ probs5_390:
 	ADDQ         $0x08, CX
 	ADDQ         $0x00000200, AX
 	DECQ         BX
-	JNZ          probs5_390
+	JNZ          probs5_392
 	VZEROUPPER
 	RET
 
@@ -10342,7 +10395,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_391:
+lin_col_393:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -10372,7 +10425,7 @@ lin_col_391:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_392:
+lin_k_394:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -10416,7 +10469,7 @@ lin_k_392:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_392
+	JNZ          lin_k_394
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -10440,7 +10493,7 @@ lin_k_392:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_391
+	JG           lin_col_393
 	VZEROUPPER
 	RET
 
@@ -10461,7 +10514,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_393:
+lin_col_395:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -10479,7 +10532,7 @@ lin_col_393:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_394:
+lin_k_396:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -10496,7 +10549,7 @@ lin_k_394:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_394
+	JNZ          lin_k_396
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -10505,7 +10558,7 @@ lin_k_394:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_393
+	JG           lin_col_395
 	VZEROUPPER
 	RET
 
@@ -10526,11 +10579,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_395:
+lin2_wide_397:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_396
+	JL     lin2_narrow_398
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10543,7 +10596,7 @@ lin2_wide_395:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_398:
+lin_k_400:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -10569,7 +10622,7 @@ lin_k_398:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_398
+	JNZ          lin_k_400
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -10585,11 +10638,11 @@ lin_k_398:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_395
+	JMP          lin2_wide_397
 
-lin2_narrow_396:
+lin2_narrow_398:
 	CMPQ   R11, R9
-	JGE    lin2_done_397
+	JGE    lin2_done_399
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10598,7 +10651,7 @@ lin2_narrow_396:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_399:
+lin_k_401:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -10615,7 +10668,7 @@ lin_k_399:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_399
+	JNZ          lin_k_401
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -10627,9 +10680,9 @@ lin_k_399:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_396
+	JMP          lin2_narrow_398
 
-lin2_done_397:
+lin2_done_399:
 	VZEROUPPER
 	RET
 
@@ -10650,18 +10703,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_400:
+lin2_wide_402:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_401
+	JL     lin2_narrow_403
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_403:
+lin_k_405:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -10672,24 +10725,24 @@ lin_k_403:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_403
+	JNZ          lin_k_405
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_400
+	JMP          lin2_wide_402
 
-lin2_narrow_401:
+lin2_narrow_403:
 	CMPQ   CX, R9
-	JGE    lin2_done_402
+	JGE    lin2_done_404
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_404:
+lin_k_406:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -10697,14 +10750,14 @@ lin_k_404:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_404
+	JNZ          lin_k_406
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_401
+	JMP          lin2_narrow_403
 
-lin2_done_402:
+lin2_done_404:
 	VZEROUPPER
 	RET

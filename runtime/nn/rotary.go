@@ -10,7 +10,11 @@ type RotaryDims struct {
 	Batch, Seq, Heads, HeadSize, TableBatch int
 }
 
-// Rotary rotates one token's heads, x [heads*d], by the cos and sin rows
+// Rotary is rotaryGo on the active kernels (AVX-512 where the CPU has it;
+// every kernel set gives the same bits).
+func Rotary(dst, x, cos, sin []float32, heads, d int) { active().rotary(dst, x, cos, sin, heads, d) }
+
+// rotaryGo rotates one token's heads, x [heads*d], by the cos and sin rows
 // of its position, [d] each, as transformers' apply_rotary_pos_emb does
 // with rotate_half (GPT-NeoX's layout: dimension e pairs with e + d/2):
 //
@@ -20,7 +24,7 @@ type RotaryDims struct {
 // per head, each product and the sum rounded to float32 as the exported
 // graph's Mul, Neg, Concat and Add compute them (the explicit conversions
 // keep the compiler from fusing them into an FMA). d must be even.
-func Rotary(dst, x, cos, sin []float32, heads, d int) {
+func rotaryGo(dst, x, cos, sin []float32, heads, d int) {
 	half := d / 2
 	// Halves of equal length, so the loop below indexes without bounds
 	// checks.
@@ -45,10 +49,11 @@ func Rotary(dst, x, cos, sin []float32, heads, d int) {
 // The bits do not depend on the workers.
 func RotaryParallel(p *pool.Pool, dst, x, cos, sin []float32, dims *RotaryDims) {
 	width := dims.Heads * dims.HeadSize
-	forRows(rotaryCalls, p, dims.Batch*dims.Seq, width, rotaryArgs{dst: dst, x: x, cos: cos, sin: sin, dims: *dims}, rotaryRange)
+	forRows(rotaryCalls, p, dims.Batch*dims.Seq, width, rotaryArgs{kern: active(), dst: dst, x: x, cos: cos, sin: sin, dims: *dims}, rotaryRange)
 }
 
 type rotaryArgs struct {
+	kern             *kernels
 	dst, x, cos, sin []float32
 	dims             RotaryDims
 }
@@ -64,7 +69,7 @@ func rotaryRange(a *rotaryArgs, r0, r1 int) {
 			b = 0
 		}
 		t := (b*dm.Seq + s) * d
-		Rotary(a.dst[r*width:(r+1)*width], a.x[r*width:(r+1)*width], a.cos[t:t+d], a.sin[t:t+d], dm.Heads, d)
+		a.kern.rotary(a.dst[r*width:(r+1)*width], a.x[r*width:(r+1)*width], a.cos[t:t+d], a.sin[t:t+d], dm.Heads, d)
 	}
 }
 
@@ -77,7 +82,7 @@ func rotaryRange(a *rotaryArgs, r0, r1 int) {
 func RotaryPacked(p *pool.Pool, dst, x, cos, sin []float32, dims *RotaryDims, offsets []int) {
 	width := dims.Heads * dims.HeadSize
 	tokens := offsets[len(offsets)-1]
-	forRows(rotaryPackedCalls, p, tokens, width, rotaryPackedArgs{rotaryArgs{dst: dst, x: x, cos: cos, sin: sin, dims: *dims}, offsets}, rotaryPackedRange)
+	forRows(rotaryPackedCalls, p, tokens, width, rotaryPackedArgs{rotaryArgs{kern: active(), dst: dst, x: x, cos: cos, sin: sin, dims: *dims}, offsets}, rotaryPackedRange)
 }
 
 type rotaryPackedArgs struct {
@@ -95,6 +100,6 @@ func rotaryPackedRange(a *rotaryPackedArgs, r0, r1 int) {
 			b++
 		}
 		t := (r - a.offsets[b]) * d
-		Rotary(a.dst[r*width:(r+1)*width], a.x[r*width:(r+1)*width], a.cos[t:t+d], a.sin[t:t+d], a.dims.Heads, d)
+		a.kern.rotary(a.dst[r*width:(r+1)*width], a.x[r*width:(r+1)*width], a.cos[t:t+d], a.sin[t:t+d], a.dims.Heads, d)
 	}
 }

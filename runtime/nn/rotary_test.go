@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -131,5 +132,34 @@ func BenchmarkRotary(b *testing.B) {
 	b.SetBytes(int64(8 * len(x))) // x read and dst written
 	for b.Loop() {
 		RotaryParallel(nil, dst, x, cos, sin, dims)
+	}
+}
+
+// TestRotaryKernels: every kernel set's rotary gives rotaryGo's bits on
+// odd shapes (head sizes below, at and past the 16-lane chunks, one to
+// five heads) with edge values (signed zeros, infinities, NaN from 0·∞,
+// subnormals), writing nothing outside the row (guard values around dst);
+// rotaryGo itself is TestRotary's reference.
+func TestRotaryKernels(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40, -3e38, 1}
+	for _, k := range implementations(t) {
+		for _, heads := range []int{1, 2, 5} {
+			for _, d := range []int{2, 6, 30, 32, 34, 64, 70} {
+				x := randSlice(uint64(heads*100+d), heads*d, -3, 3)
+				cos, sin := randSlice(uint64(d), d, -1, 1), randSlice(uint64(d)+1, d, -1, 1)
+				for i, v := range specials {
+					if i < len(x) {
+						x[(i*7)%len(x)] = v
+					}
+					cos[(i*3)%d] = specials[(i+2)%len(specials)]
+				}
+				want := make([]float32, heads*d)
+				rotaryGo(want, x, cos, sin, heads, d)
+				got, check := guarded(heads * d)
+				k.rotary(got, x, cos, sin, heads, d)
+				check(t, fmt.Sprintf("%s rotary %d x %d", k.name, heads, d))
+				sameBits(t, fmt.Sprintf("%s rotary %d x %d", k.name, heads, d), got, want)
+			}
+		}
 	}
 }

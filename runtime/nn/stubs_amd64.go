@@ -116,6 +116,11 @@ func geluAVX2Asm(dst *float32, src *float32, n int)
 //go:noescape
 func geluTanhAVX2Asm(dst *float32, src *float32, n int)
 
+// rotaryAsm is rotaryGo(dst, x, cos, sin, heads, 2*half) (heads, half >= 1): dst and x hold heads heads of 2*half floats, cos and sin 2*half.
+//
+//go:noescape
+func rotaryAsm(dst *float32, x *float32, cos *float32, sin *float32, heads int, half int)
+
 // attnScoresAVX2Asm is attnScoresAsm with AVX2: s[j*16+r] = sum_c k[j*kStride+c]*qT[c*16+r]
 // (c ascending, products rounded) for j < sk, r < 16 (sk >= 0, d >= 1).
 //
