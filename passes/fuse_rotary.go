@@ -60,20 +60,7 @@ func fuseRotary(g *compiler.Graph) (bool, error) {
 			Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(permSplit...)}}
 		insert[n] = append(nodes, rot, reshape, tr)
 	}
-	if len(insert) == 0 {
-		return false, nil
-	}
-	out := make([]*compiler.Node, 0, len(g.Nodes)+5*len(insert))
-	for _, n := range g.Nodes {
-		if r, ok := insert[n]; ok {
-			out = append(out, r...)
-			continue
-		}
-		out = append(out, n)
-	}
-	g.Nodes = out
-	removeDead(g)
-	return true, g.InferShapes()
+	return replaceByMany(g, insert)
 }
 
 type rotaryMatch struct {

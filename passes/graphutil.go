@@ -250,3 +250,25 @@ func scalarConst(g *compiler.Graph, nm *compiler.Namer, stem string, v float32) 
 	g.Initializers[name] = t
 	return name
 }
+
+// replaceByMany replaces each key of repl in g.Nodes by its nodes, in
+// their order and in its place (they compute its outputs from values
+// computed before it), drops what that leaves unused and infers the new
+// values' shapes: the end of a pass that rewrites one node into several.
+// It reports whether it replaced any.
+func replaceByMany(g *compiler.Graph, repl map[*compiler.Node][]*compiler.Node) (bool, error) {
+	if len(repl) == 0 {
+		return false, nil
+	}
+	out := make([]*compiler.Node, 0, len(g.Nodes)+len(repl))
+	for _, n := range g.Nodes {
+		if r, ok := repl[n]; ok {
+			out = append(out, r...)
+			continue
+		}
+		out = append(out, n)
+	}
+	g.Nodes = out
+	removeDead(g)
+	return true, g.InferShapes()
+}

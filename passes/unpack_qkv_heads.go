@@ -69,20 +69,7 @@ func unpackQKVHeads(g *compiler.Graph) (bool, error) {
 			insert[sink] = []*compiler.Node{slice, reshape, tr}
 		}
 	}
-	if len(insert) == 0 {
-		return false, nil
-	}
-	out := make([]*compiler.Node, 0, len(g.Nodes)+2*len(insert))
-	for _, n := range g.Nodes {
-		if r, ok := insert[n]; ok {
-			out = append(out, r...)
-			continue
-		}
-		out = append(out, n)
-	}
-	g.Nodes = out
-	removeDead(g)
-	return true, g.InferShapes()
+	return replaceByMany(g, insert)
 }
 
 // matchQKVHeads matches t = Transpose(Reshape(y, [B, S, 3, H, D])) with
