@@ -291,6 +291,15 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			a, b = b, a
 		}
 		return jen.Qual(pkgNN, "AddParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(a), sc(b)), nil
+	case *exec.MaskedSumStep:
+		x := pl.slots[s.X]
+		if len(x.shape) != 3 || !x.shape[2].Known() {
+			return nil, fmt.Errorf("codegen: masked sum of %s (node %q) is not [batch, seq, hidden]", x.shape, s.Node)
+		}
+		hidden := jen.Lit(x.width)
+		return pl.packedOr(s.X,
+			jen.Qual(pkgNN, "MaskedSumParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.X), sc(s.Mask), jen.Id("batch"), jen.Id("seq"), hidden),
+			jen.Qual(pkgNN, "MaskedSumPacked").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.X), sc(s.Mask), jen.Id("seq"), hidden.Clone(), jen.Id("offsets"))), nil
 	case *exec.MulStep:
 		return jen.Qual(pkgNN, "MulParallel").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.A), sc(s.B)), nil
 	case *exec.RotaryStep:

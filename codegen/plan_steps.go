@@ -32,7 +32,7 @@ func (pl *plan) step(i int, st exec.Step) error {
 		}
 	}
 	switch s := st.(type) {
-	case *exec.QuantizeStep, *exec.QuantizeRowsStep, *exec.AttentionMaskStep, *exec.AddStep, *exec.MulStep, *exec.ActivationStep, *exec.RotaryStep:
+	case *exec.QuantizeStep, *exec.QuantizeRowsStep, *exec.AttentionMaskStep, *exec.AddStep, *exec.MulStep, *exec.ActivationStep, *exec.RotaryStep, *exec.MaskedSumStep:
 		// operands and no constants
 	case *exec.GEMMStep: // its weights in order of first use, as linearParams lists them
 		pl.addParams(s, "linear", pkgQgemm, "Linear", pl.linearParams(s))

@@ -59,9 +59,9 @@ func TestEveryStepKindHasEveryPiece(t *testing.T) {
 		t.Fatal(err)
 	}
 	programs = append(programs, s)
-	// ModernBERT, FP32: rotary embeddings (RotaryStep) and its GLU's
-	// product (MulStep).
-	if g, err = onnx.Load(filepath.Join(testmodels.TinyDir(t, testmodels.TinyModernBertBase), "model.onnx")); err != nil {
+	// The ModernBERT classifier, FP32: rotary embeddings (RotaryStep), its
+	// GLU's product (MulStep) and mean pooling's sum (MaskedSumStep).
+	if g, err = onnx.Load(filepath.Join(testmodels.TinyDir(t, testmodels.TinyModernBertCls), "model.onnx")); err != nil {
 		t.Fatal(err)
 	}
 	if err := passes.RunPipeline(g, passes.Options{}); err != nil {

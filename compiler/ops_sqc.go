@@ -34,7 +34,8 @@ func sqcOps() []*OpDef {
 		embeddingsOp(),    // ops_sqc_embed.go
 		layerNormDualOp(), // ops_sqc_layernorm.go
 		layerNormU8Op(),
-		rotaryOp(), // ops_sqc_rotary.go
+		rotaryOp(),    // ops_sqc_rotary.go
+		maskedSumOp(), // ops_sqc_pool.go
 	}
 }
 

@@ -67,6 +67,8 @@ var passOrder = []orderRule{
 		"SplitSlidingWindowMask separates a window from an sqc.AttentionMask, which the exported mask arithmetic is only once canonical"},
 	{"SplitSlidingWindowMask", []string{"FuseAttention"}, needs,
 		"FuseAttention takes a bias beside the padding mask as (scores + bias) + mask, the form SplitSlidingWindowMask gives a window folded into the mask"},
+	{"FoldConstants", []string{"FuseMaskedSum"}, needs,
+		"FuseMaskedSum reads the ReduceSum's and Unsqueeze's axes as constants (index.axes), which an exporter's Constant nodes are only once folded"},
 	{"FuseLinear", []string{"SplitLinearColumns"}, needs,
 		"SplitLinearColumns splits sqc.Linear nodes, which FuseLinear makes"},
 	{"SplitLinearColumns", []string{"SmoothQuant", "Quantize"}, needs,

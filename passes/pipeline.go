@@ -69,6 +69,9 @@ func Pipeline() []Pass {
 		// Projections read only in column slices (ModernBERT's Wqkv and GLU
 		// Wi) become one Linear per slice, which FuseQKV re-packs.
 		SplitLinearColumns,
+		// Mean pooling's masked sum over the tokens, so a packed batch can
+		// sum each sequence's real tokens.
+		FuseMaskedSum,
 		// FuseEmbeddings runs after FuseLayerNorm (it matches the
 		// LayerNormalization that ends the embeddings) and before the last
 		// EliminateDeadNodes, which removes the position-id plumbing it

@@ -329,6 +329,13 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 			X: l.slot(n.Inputs[0]), Cos: l.slot(n.Inputs[1]),
 			Sin: l.slot(n.Inputs[2]), Out: l.slot(n.Outputs[0])})
 		return true, nil
+	case "sqc.MaskedSum":
+		if !l.allF32(n.Inputs[0]) || l.dtype(n.Inputs[1]) != compiler.Int64 {
+			return false, nil
+		}
+		l.emit(&MaskedSumStep{node: node{n.Name}, KeepDims: n.AttrInt("keepdims", 0) == 1, X: l.slot(n.Inputs[0]), Mask: l.slot(n.Inputs[1]),
+			Out: l.slot(n.Outputs[0])})
+		return true, nil
 	case "sqc.Gelu", "Tanh", "Relu":
 		a, ok := activationFor(n)
 		if !ok || !l.allF32(n.Inputs[0]) {

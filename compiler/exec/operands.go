@@ -32,6 +32,6 @@ func reads(ids ...SlotID) []SlotID { return ids }
 func StepKinds() []Step {
 	return []Step{
 		&QuantizeStep{}, &QuantizeRowsStep{}, &GEMMStep{}, &LinearF32Step{}, &LayerNormStep{}, &AttentionStep{},
-		&AttentionMaskStep{}, &AddStep{}, &MulStep{}, &ActivationStep{}, &RotaryStep{}, &GatherStep{}, &EmbedStep{}, &OpStep{},
+		&AttentionMaskStep{}, &AddStep{}, &MulStep{}, &ActivationStep{}, &RotaryStep{}, &MaskedSumStep{}, &GatherStep{}, &EmbedStep{}, &OpStep{},
 	}
 }

@@ -158,6 +158,11 @@ func planPacking(s *Schedule) packPlan {
 				}
 				tok[x.Out] = true
 			}
+		case *MaskedSumStep:
+			// A sum per sequence: its output is not per token.
+			if anyTok && (!tok[x.X] || s.slots[x.Mask].Kind != SlotInput || (pl.mask != NoSlot && x.Mask != pl.mask)) {
+				return no("%s: sums a value that is not per token, or with another mask than the graph's attention mask", label())
+			}
 		case *MulStep:
 			if anyTok {
 				if !tok[x.A] || !tok[x.B] {

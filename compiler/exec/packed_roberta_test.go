@@ -21,7 +21,8 @@ import (
 // the bias computed at the batch's padded length. And so do ModernBERT's,
 // whose rotary tables and sliding windows (a bias beside the padding mask)
 // are proved position-only too: each sequence reads the tables' first
-// rows and the window's corner.
+// rows and the window's corner; the classifier's mean pooling sums each
+// sequence's real tokens (sqc.MaskedSum).
 
 // padIDExamples are modelBatch sequences for a RoBERTa-style model (<s> =
 // 0, </s> = 2, padding id pad) of lengths 1 to seq, two with pad ids
@@ -105,7 +106,7 @@ func sameRealTokens(t *testing.T, what string, exs []testmodels.Example, got, wa
 	}
 }
 
-// TestPackedRoBERTaMatchesAlone: the RoBERTa, XLM-R, MPNet and ModernBERT (base) tiny models, from
+// TestPackedRoBERTaMatchesAlone: the RoBERTa, XLM-R, MPNet and ModernBERT tiny models, from
 // the HF folder and the ONNX export, FP32 and INT8, lower to a packed
 // schedule; a mixed batch runs packed and each sequence gets the bits of
 // the padded run (padded with the padding id or with another) and of its
@@ -113,7 +114,7 @@ func sameRealTokens(t *testing.T, what string, exs []testmodels.Example, got, wa
 func TestPackedRoBERTaMatchesAlone(t *testing.T) {
 	vs := endVariants()
 	for _, name := range []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase,
-		testmodels.TinyMPNetCls, testmodels.TinyMPNetBase, testmodels.TinyModernBertBase} {
+		testmodels.TinyMPNetCls, testmodels.TinyMPNetBase, testmodels.TinyModernBertCls, testmodels.TinyModernBertBase} {
 		dir := testmodels.TinyDir(t, name)
 		cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
 		if err != nil {
