@@ -32,7 +32,7 @@ var conformancePrefixes = []string{
 	"unsqueeze", "squeeze", "cast", "concat", "slice", "shape", "constant",
 	"constantofshape", "where", "equal", "less", "greater", "expand",
 	"range", "identity", "and", "or", "max", "isnan", "min", "abs", "log",
-	"dynamicquantizelinear", "matmulinteger", "dequantizelinear", "quantizelinear", "sin", "cos", "split",
+	"dynamicquantizelinear", "matmulinteger", "dequantizelinear", "quantizelinear", "sin", "cos", "split", "clip", "reduce_l2",
 }
 
 // roundedToHalf are the cases whose expected output is a float32 or

@@ -18,8 +18,8 @@ import (
 // fusion passes then find the GELU and the attention they find in any
 // other export. What the expansion does not compute (a key/value cache,
 // causal or soft-capped attention) is refused naming the node. Split,
-// which is not a function op, is expanded the same way, into the Slices it
-// is (split.go), so no pass needs to know a multi-output op.
+// Clip and ReduceL2, which are not function ops, are expanded the same
+// way, into the ops they are made of (split.go, clip_l2.go).
 
 // functionPrefix marks, between reading and expansion, a default-domain
 // node that is expanded: its op is functionPrefix + op type, which no op
@@ -31,6 +31,8 @@ var functionExpanders = map[string]func(e *contribExpander, n *compiler.Node) er
 	"Gelu":      (*contribExpander).onnxGelu,
 	"Attention": (*contribExpander).onnxAttention,
 	"Split":     (*contribExpander).onnxSplit,
+	"Clip":      (*contribExpander).onnxClip,
+	"ReduceL2":  (*contribExpander).onnxReduceL2,
 }
 
 // isFunctionOp reports whether sqc expands op of the given domain as an

@@ -50,6 +50,13 @@ const (
 	TinyModernBertBase = "modernbert-base-gelutanh"
 )
 
+// TinySTBertMean is a sentence-transformers model as optimum exports it
+// for feature extraction (gen/make_st_export.py): a tiny BERT, mean
+// pooling by the attention mask (the count clamped, Clip) and Normalize
+// (ReduceL2) in the graph, outputs token_embeddings and
+// sentence_embedding. ONNX only.
+const TinySTBertMean = "st-bert-mean"
+
 // TinyModernBertModels lists the tiny ModernBERT models.
 var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 
