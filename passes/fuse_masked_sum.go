@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"slices"
+
 	"github.com/sqc-dev/sqc/compiler"
 )
 
@@ -67,15 +69,11 @@ func fuseMaskedSum(g *compiler.Graph) (bool, error) {
 func maskOfTokens(ix *index, m string) string {
 	cast, unsqueeze := false, false
 	for range 8 {
-		if in := ix.g.Inputs; true {
-			for _, v := range in {
-				if v.Name == m {
-					if cast && unsqueeze && v.DType == compiler.Int64 {
-						return m
-					}
-					return ""
-				}
+		if i := slices.IndexFunc(ix.g.Inputs, func(v *compiler.Value) bool { return v.Name == m }); i >= 0 {
+			if cast && unsqueeze && ix.g.Inputs[i].DType == compiler.Int64 {
+				return m
 			}
+			return ""
 		}
 		n := ix.producer[m]
 		if n == nil {
