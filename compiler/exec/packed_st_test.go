@@ -15,10 +15,10 @@ import (
 // TestSentenceTransformersExportPacks: a sentence-transformers model as
 // optimum exports it (mean pooling and Normalize in the graph: Clip and
 // ReduceL2, which the ONNX frontend reads as Max/Min and Sqrt of a sum of
-// squares) gives PyTorch's token and sentence embeddings, and its
-// schedule runs padding-free: the pooling's masked sum is an
-// sqc.MaskedSum of each sequence's real tokens. Packed == padded == alone,
-// bit for bit, FP32 and INT8.
+// squares) gives PyTorch's (and ONNX Runtime's) token and sentence
+// embeddings, and its schedule runs padding-free: the pooling's masked
+// sum is an sqc.MaskedSum of each sequence's real tokens. Packed ==
+// padded == alone, bit for bit, FP32 and INT8.
 func TestSentenceTransformersExportPacks(t *testing.T) {
 	dir := testmodels.TinyDir(t, testmodels.TinySTBertMean)
 	ref, err := testmodels.LoadModelReference(dir)
@@ -43,6 +43,16 @@ func TestSentenceTransformersExportPacks(t *testing.T) {
 			t.Logf("%s: max |sqc - torch| = %.3g", name, d)
 		}
 	}
+	t.Run("ONNX Runtime", func(t *testing.T) {
+		res := testmodels.RunORT(t, dir)
+		for _, name := range ref.OutputNames() {
+			if d := testmodels.TensorMaxAbsDiff(res[name], out[name]); !(d <= 1e-5) {
+				t.Errorf("%s: ONNX Runtime differs from sqc by %.3g", name, d)
+			} else {
+				t.Logf("%s: max |ORT - sqc| = %.3g", name, d)
+			}
+		}
+	})
 	exs := padIDExamples(0, 120)
 	for i := range exs {
 		exs[i].TokenTypeIDs = make([]int64, len(exs[i].InputIDs))
