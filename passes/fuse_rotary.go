@@ -111,25 +111,17 @@ func rotateHalfOf(ix *index, name, x string, d int64) bool {
 // counts as d) with step 1.
 func lastAxisSlice(ix *index, name, x string, from, to int64) bool {
 	s := ix.producedBy(name, "Slice")
-	if s == nil || len(s.Inputs) < 4 || s.Inputs[0] != x {
+	if s == nil || s.Inputs[0] != x {
 		return false
 	}
-	start, ok1 := ix.ints(s.Inputs[1])
-	end, ok2 := ix.ints(s.Inputs[2])
-	axes, ok3 := ix.ints(s.Inputs[3])
-	if !ok1 || !ok2 || !ok3 || len(start) != 1 || len(end) != 1 || len(axes) != 1 || (axes[0] != -1 && axes[0] != 3) {
+	start, e, axis, ok := ix.oneAxisSlice(s)
+	if !ok || (axis != -1 && axis != 3) {
 		return false
 	}
-	if len(s.Inputs) > 4 && s.Inputs[4] != "" {
-		if st, ok := ix.ints(s.Inputs[4]); !ok || len(st) != 1 || st[0] != 1 {
-			return false
-		}
-	}
-	e := end[0]
 	if to == 2*from && e >= to { // the upper half: any end at or past d
 		e = to
 	}
-	return start[0] == from && e == to
+	return start == from && e == to
 }
 
 // rotaryTable reports whether name is a float32 table [1 or B, 1, S, d]

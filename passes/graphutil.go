@@ -272,3 +272,24 @@ func replaceByMany(g *compiler.Graph, repl map[*compiler.Node][]*compiler.Node) 
 	removeDead(g)
 	return true, g.InferShapes()
 }
+
+// oneAxisSlice reads a Slice (opset 10+: bounds as inputs) of one
+// constant start and end on one constant axis with step 1 (the steps
+// absent or 1), returning them as written; ok is false for any other.
+func (ix *index) oneAxisSlice(s *compiler.Node) (start, end, axis int64, ok bool) {
+	if s.Op != "Slice" || len(s.Inputs) < 4 {
+		return 0, 0, 0, false
+	}
+	st, ok1 := ix.ints(s.Inputs[1])
+	en, ok2 := ix.ints(s.Inputs[2])
+	ax, ok3 := ix.ints(s.Inputs[3])
+	if !ok1 || !ok2 || !ok3 || len(st) != 1 || len(en) != 1 || len(ax) != 1 {
+		return 0, 0, 0, false
+	}
+	if len(s.Inputs) > 4 && s.Inputs[4] != "" {
+		if step, ok := ix.ints(s.Inputs[4]); !ok || len(step) != 1 || step[0] != 1 {
+			return 0, 0, 0, false
+		}
+	}
+	return st[0], en[0], ax[0], true
+}

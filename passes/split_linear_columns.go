@@ -76,21 +76,11 @@ func columnSlices(ix *index, y string, width int64) ([]columnSlice, bool) {
 	last := int64(len(v.Shape) - 1)
 	var out []columnSlice
 	for _, s := range readers {
-		if s.Op != "Slice" || len(s.Inputs) < 4 || s.Inputs[0] != y || s.HasAttr("starts") {
+		start, end, axis, ok := ix.oneAxisSlice(s)
+		if !ok || s.Inputs[0] != y || (axis != -1 && axis != last) {
 			return nil, false
 		}
-		start, ok1 := ix.ints(s.Inputs[1])
-		end, ok2 := ix.ints(s.Inputs[2])
-		axes, ok3 := ix.ints(s.Inputs[3])
-		if !ok1 || !ok2 || !ok3 || len(start) != 1 || len(end) != 1 || len(axes) != 1 || (axes[0] != -1 && axes[0] != last) {
-			return nil, false
-		}
-		if len(s.Inputs) > 4 && s.Inputs[4] != "" {
-			if st, ok := ix.ints(s.Inputs[4]); !ok || len(st) != 1 || st[0] != 1 {
-				return nil, false
-			}
-		}
-		a, b := start[0], min(end[0], width)
+		a, b := start, min(end, width)
 		if a < 0 || a >= b {
 			return nil, false
 		}

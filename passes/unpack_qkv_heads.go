@@ -128,20 +128,9 @@ func qkvPart(ix *index, c *compiler.Node, axis int64) (int, *compiler.Node, bool
 		}
 		return int(i[0]), c, true
 	case "Slice":
-		if len(c.Inputs) < 4 {
+		start, end, ax, ok := ix.oneAxisSlice(c)
+		if !ok || (ax != axis && ax != axis-5) || start < 0 || start > 2 || end != start+1 {
 			return 0, nil, false
-		}
-		start, ok1 := ix.ints(c.Inputs[1])
-		end, ok2 := ix.ints(c.Inputs[2])
-		axes, ok3 := ix.ints(c.Inputs[3])
-		if !ok1 || !ok2 || !ok3 || len(start) != 1 || len(end) != 1 || len(axes) != 1 || (axes[0] != axis && axes[0] != axis-5) ||
-			start[0] < 0 || start[0] > 2 || end[0] != start[0]+1 {
-			return 0, nil, false
-		}
-		if len(c.Inputs) > 4 && c.Inputs[4] != "" {
-			if st, ok := ix.ints(c.Inputs[4]); !ok || len(st) != 1 || st[0] != 1 {
-				return 0, nil, false
-			}
 		}
 		sq := ix.onlyConsumer(c.Outputs[0])
 		if sq == nil || sq.Op != "Squeeze" {
@@ -150,7 +139,7 @@ func qkvPart(ix *index, c *compiler.Node, axis int64) (int, *compiler.Node, bool
 		if ax, ok := ix.axes(sq); !ok || len(ax) != 1 || (ax[0] != axis && ax[0] != axis-5) {
 			return 0, nil, false
 		}
-		return int(start[0]), sq, true
+		return int(start), sq, true
 	}
 	return 0, nil, false
 }

@@ -115,13 +115,9 @@ func (b *builder) modernBertAttention(scope, x, addend string, tables [2]string)
 // x·cos + rotate_half(x)·sin, rotate_half(x) = cat(-x[..., d/2:],
 // x[..., :d/2]), the tables unsqueezed at the head axis.
 func (b *builder) rotate(x, scope string, tables [2]string) string {
-	d := int64(b.cfg.HeadSize())
-	half := func(name string, from, to int64) string {
-		return b.Op("Slice", scope+"/"+name, x, b.Ints(fmt.Sprintf("const.i64.[%d]", from), from), b.Ints(fmt.Sprintf("const.i64.[%d]", to), to),
-			b.Ints("const.i64.[-1]", -1))
-	}
+	d := b.cfg.HeadSize()
 	rot := b.OpAttrs("Concat", scope+"/rotate_half", map[string]compiler.Attr{"axis": compiler.IntAttr(-1)},
-		b.Op("Neg", scope+"/neg_upper", half("upper", d/2, d)), half("lower", 0, d/2))
+		b.Op("Neg", scope+"/neg_upper", b.columns(x, scope+"/upper", d/2, d)), b.columns(x, scope+"/lower", 0, d/2))
 	cos := b.Op("Unsqueeze", scope+"/cos", tables[0], b.Ints("const.i64.[1]", 1))
 	sin := b.Op("Unsqueeze", scope+"/sin", tables[1], b.Ints("const.i64.[1]", 1))
 	return b.Op("Add", scope+"/rotary", b.Op("Mul", scope+"/x_cos", x, cos), b.Op("Mul", scope+"/rotated_sin", rot, sin))
@@ -140,9 +136,7 @@ func (b *builder) modernBertRotaryTables(scope string, theta float64) [2]string 
 	}
 	name := scope + ".inv_freq"
 	b.G.Initializers[name] = inv
-	shape := b.Op("Shape", scope+"/ids_shape", inInputIDs)
-	seqLen := b.OpAttrs("Gather", scope+"/seq_len", map[string]compiler.Attr{"axis": compiler.IntAttr(0)}, shape, b.IntScalar("const.i64.1", 1))
-	positions := b.CastFloat(b.Op("Range", scope+"/positions", b.IntScalar("const.i64.0", 0), seqLen, b.IntScalar("const.i64.1", 1)), scope+"/positions_f32")
+	positions := b.CastFloat(b.positions(scope), scope+"/positions_f32")
 	freqs := b.Op("Mul", scope+"/freqs", b.Op("Unsqueeze", scope+"/position_column", positions, b.Ints("const.i64.[1]", 1)), name)
 	emb := b.OpAttrs("Concat", scope+"/emb", map[string]compiler.Attr{"axis": compiler.IntAttr(-1)}, freqs, freqs)
 	table := func(op string) string {
@@ -155,15 +149,20 @@ func (b *builder) modernBertRotaryTables(scope string, theta float64) [2]string 
 // padding mask (mask, [batch, 1, 1, seq]) with float32's lowest wherever
 // |i - j| > half, [batch, 1, seq, seq].
 func (b *builder) modernBertWindow(mask, scope string, half int) string {
-	shape := b.Op("Shape", scope+"/ids_shape", inInputIDs)
-	seqLen := b.OpAttrs("Gather", scope+"/seq_len", map[string]compiler.Attr{"axis": compiler.IntAttr(0)}, shape, b.IntScalar("const.i64.1", 1))
-	rows := b.Op("Unsqueeze", scope+"/rows", b.Op("Range", scope+"/positions", b.IntScalar("const.i64.0", 0), seqLen, b.IntScalar("const.i64.1", 1)),
-		b.Ints("const.i64.[0]", 0))
+	rows := b.Op("Unsqueeze", scope+"/rows", b.positions(scope), b.Ints("const.i64.[0]", 0))
 	cols := b.OpAttrs("Transpose", scope+"/columns", map[string]compiler.Attr{"perm": compiler.IntsAttr(1, 0)}, rows)
 	distance := b.Op("Abs", scope+"/distance", b.Op("Sub", scope+"/offset", rows, cols))
 	inside := b.Op("LessOrEqual", scope+"/inside", distance, b.IntScalar("const.i64.half_window."+strconv.Itoa(half), int64(half)))
 	outside := b.Op("Not", scope+"/outside", b.Op("Unsqueeze", scope+"/inside_4d", inside, b.Ints("const.i64.[0,1]", 0, 1)))
 	return b.Op("Where", scope+"/masked", outside, b.Scalar("const.f32_min", float32Min), mask)
+}
+
+// positions is Range(0, seq) of the input ids' sequence length, i64
+// [seq]: the position ids transformers makes with torch.arange.
+func (b *builder) positions(scope string) string {
+	shape := b.Op("Shape", scope+"/ids_shape", inInputIDs)
+	seqLen := b.OpAttrs("Gather", scope+"/seq_len", map[string]compiler.Attr{"axis": compiler.IntAttr(0)}, shape, b.IntScalar("const.i64.1", 1))
+	return b.Op("Range", scope+"/positions", b.IntScalar("const.i64.0", 0), seqLen, b.IntScalar("const.i64.1", 1))
 }
 
 // meanOverTokens is ModernBertForSequenceClassification's mean pooling:
