@@ -21,9 +21,10 @@ import "github.com/sqc-dev/sqc/compiler"
 // broadcast to [batch, heads, seq, seq] without widening the scores.
 //
 // MPNet adds a relative position bias before the mask, (S + bias) + mask,
-// with the mask an sqc.AttentionMask: the bias (less an Expand over the
-// batch, which the sum broadcasts anyway) becomes the attention's input 4,
-// which it adds to the mask first, S + (bias + mask). That sums
+// and JinaBERT its ALiBi bias after it, (S + mask) + bias, with the mask
+// an sqc.AttentionMask: the bias (less an Expand over the batch, which the
+// sum broadcasts anyway) becomes the attention's input 4, which it adds to
+// the mask first, S + (bias + mask). That sums
 // to the same bits for every key the mask keeps (mask 0 there) and leaves
 // the others a softmax weight of exactly zero either way, which the mask's
 // fill guarantees (compiler.MaxZeroingMaskFill; a higher fill, or a mask
@@ -232,21 +233,37 @@ func splitMaskAdd(ix *index, add *compiler.Node) (scores, mask string, ok bool) 
 	return "", "", false
 }
 
-// splitBiasAndMask splits Add(Add(scores, bias), mask) (either operand
-// order in both), where mask is an sqc.AttentionMask whose fill zeroes the
+// splitBiasAndMask splits a sum of the scores, a bias and a mask in
+// either nesting: Add(Add(scores, bias), mask) (MPNet) or Add(Add(scores,
+// mask), bias) (JinaBERT's ALiBi, added after the mask), either operand
+// order in both, where mask is an sqc.AttentionMask whose fill zeroes the
 // weights of the keys it masks.
 func splitBiasAndMask(ix *index, add *compiler.Node) (scores, bias, mask string, ok bool) {
 	for k := range 2 {
 		inner := ix.producedBy(add.Inputs[k], "Add")
-		am := ix.producedBy(add.Inputs[1-k], opAttentionMask)
-		if inner == nil || ix.uses(add.Inputs[k]) != 1 || am == nil || !(am.AttrFloat("fill", compiler.AttentionMaskDefaultFill) <= compiler.MaxZeroingMaskFill) {
+		if inner == nil || ix.uses(add.Inputs[k]) != 1 {
 			continue
 		}
-		if s, b, ok := splitMaskAdd(ix, inner); ok {
-			return s, b, add.Inputs[1-k], true
+		s, addend, ok := splitMaskAdd(ix, inner)
+		if !ok {
+			continue
+		}
+		outer := add.Inputs[1-k]
+		switch {
+		case zeroingMask(ix, outer):
+			return s, addend, outer, true
+		case zeroingMask(ix, addend):
+			return s, outer, addend, true
 		}
 	}
 	return "", "", "", false
+}
+
+// zeroingMask reports whether name is an sqc.AttentionMask whose fill
+// gives the keys it masks a softmax weight of exactly zero.
+func zeroingMask(ix *index, name string) bool {
+	am := ix.producedBy(name, opAttentionMask)
+	return am != nil && am.AttrFloat("fill", compiler.AttentionMaskDefaultFill) <= compiler.MaxZeroingMaskFill
 }
 
 // peelScale strips one Div or Mul by a scalar constant and returns the

@@ -28,7 +28,8 @@ import (
 // (the op's padding_idx). A type row without type ids becomes row 0 of a
 // [types, H] table with input 3 empty (the all-zero type ids). A word
 // lookup W = Gather(word, ids) that feeds the LayerNormalization itself,
-// with no sum (ModernBERT, whose positions are rotary), becomes
+// with no sum (ModernBERT, whose positions are rotary), or summed with a
+// type term alone (JinaBERT, whose positions are ALiBi), becomes
 // sqc.Embeddings without a position table. Only sums
 // that feed a LayerNormalization are matched (that is what marks them as
 // the embeddings); the LayerNormalization itself stays, for SmoothQuant to
@@ -65,7 +66,10 @@ func fuseEmbeddings(g *compiler.Graph) (bool, error) {
 			}
 		}
 		if !ok {
-			if m, ok = matchPositionsFirst(g, ix, sum); !ok {
+			m, ok = matchPositionsFirst(g, ix, sum)
+		}
+		if !ok {
+			if m, ok = matchWordAndType(g, ix, sum); !ok {
 				continue
 			}
 		}
@@ -129,6 +133,31 @@ func matchPositionsFirst(g *compiler.Graph, ix *index, sum *compiler.Node) (embe
 				continue
 			}
 			m.positionsFirst = true
+			return m, true
+		}
+	}
+	return embedMatch{}, false
+}
+
+// matchWordAndType matches sum as W + T with no position term
+// (JinaBERT, whose positions are ALiBi, in the attention): W the word
+// Gather, T a type Gather at type ids or one type row (matchTypeRow).
+// m.pos stays empty: sqc.Embeddings without a position table. Of two
+// Gathers the first operand is the word term, as torch and the HF
+// frontend write the sum (either way it adds the same two rows).
+func matchWordAndType(g *compiler.Graph, ix *index, sum *compiler.Node) (embedMatch, bool) {
+	var m embedMatch
+	for k := range 2 {
+		wt, wi, ok := embedGather(g, ix, sum.Inputs[k])
+		if !ok {
+			continue
+		}
+		m.word, m.ids = wt, wi
+		if tt, ti, ok := embedGather(g, ix, sum.Inputs[1-k]); ok && k == 0 {
+			m.typ, m.typeIDs = tt, ti
+			return m, true
+		}
+		if matchTypeRow(g, ix, &m, sum.Inputs[k], sum.Inputs[1-k], sum.Outputs[0]) {
 			return m, true
 		}
 	}

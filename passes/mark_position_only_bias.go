@@ -1,6 +1,8 @@
 package passes
 
 import (
+	"slices"
+
 	"github.com/sqc-dev/sqc/compiler"
 )
 
@@ -38,7 +40,14 @@ import (
 //     inverse frequencies times the positions), or Concat of proved values
 //     on a static axis.
 //
-// Anything else (a Reshape, a Slice, a reduction, a graph input) proves
+//   - Expand of a proved value to a constant shape, its dims broadcast as
+//     an elementwise op's input;
+//
+//   - Slice of a proved value from 0 with step 1 on every axis it slices
+//     (JinaBERT's ALiBi tensor, a constant [1, heads, N, N] cut to the
+//     sequence length): the shorter slice is the longer one's corner.
+//
+// Anything else (a Reshape, any other Slice, a reduction, a graph input) proves
 // nothing, and the attention stays unmarked: such a schedule runs its
 // batches padded, and sqc inspect says why.
 //
@@ -167,8 +176,37 @@ func (p *positionProof) prove(name string) bool {
 		return p.matMul(n, out.Shape)
 	case "Concat":
 		return p.concat(n, out.Shape)
+	case "Expand":
+		return ix.constant(n.Inputs[1]) != nil && p.value(n.Inputs[0]) && broadcastsSame(valueInfo(ix.g, n.Inputs[0]), out.Shape)
+	case "Slice":
+		return prefixSlice(ix, n) && p.value(n.Inputs[0])
 	}
 	return false
+}
+
+// prefixSlice reports whether a Slice keeps a prefix of every axis it
+// slices: every start a constant 0 and every step 1 (absent or constant),
+// the ends whatever they are. Element i of the output is then element i
+// of the input on every axis, so a shorter slice is the corner of a longer
+// one.
+func prefixSlice(ix *index, n *compiler.Node) bool {
+	if starts, ok := n.AttrInts("starts"); ok { // opset 1-9: no steps
+		return !slices.ContainsFunc(starts, func(v int64) bool { return v != 0 })
+	}
+	if len(n.Inputs) < 3 {
+		return false
+	}
+	starts, ok := ix.ints(n.Inputs[1])
+	if !ok || slices.ContainsFunc(starts, func(v int64) bool { return v != 0 }) {
+		return false
+	}
+	if len(n.Inputs) > 4 && n.Inputs[4] != "" {
+		steps, ok := ix.ints(n.Inputs[4])
+		if !ok || slices.ContainsFunc(steps, func(v int64) bool { return v != 1 }) {
+			return false
+		}
+	}
+	return true
 }
 
 // matMul proves Y = A·B (rank >= 2 each, Y's rank) when A and B are proved

@@ -176,16 +176,30 @@ func (b *Builder) SelfAttention(scope, q, k, v, scaleOp, scale, maskBias string,
 // the scaled scores before the mask, (scores + posBias) + maskBias, as
 // MPNet adds its relative position bias.
 func (b *Builder) BiasedSelfAttention(scope, q, k, v, scaleOp, scale, posBias, maskBias string, heads, headSize int) string {
+	return b.selfAttention(scope, q, k, v, scaleOp, scale, heads, headSize, scoreTerm{"/biased_scores", posBias}, scoreTerm{"/masked_scores", maskBias})
+}
+
+// MaskedBiasedSelfAttention is SelfAttention with bias added to the
+// masked scores, (scores + maskBias) + bias, as JinaBERT adds its ALiBi
+// bias.
+func (b *Builder) MaskedBiasedSelfAttention(scope, q, k, v, scaleOp, scale, maskBias, bias string, heads, headSize int) string {
+	return b.selfAttention(scope, q, k, v, scaleOp, scale, heads, headSize, scoreTerm{"/masked_scores", maskBias}, scoreTerm{"/biased_scores", bias})
+}
+
+// scoreTerm is an addend of the scaled scores ("" value: none) and the
+// suffix of the Add's name.
+type scoreTerm struct{ suffix, value string }
+
+func (b *Builder) selfAttention(scope, q, k, v, scaleOp, scale string, heads, headSize int, terms ...scoreTerm) string {
 	q = b.SplitHeads(q, scope+".query", heads, headSize, 0, 2, 1, 3)
 	kT := b.SplitHeads(k, scope+".key", heads, headSize, 0, 2, 3, 1)
 	v = b.SplitHeads(v, scope+".value", heads, headSize, 0, 2, 1, 3)
 	scores := b.Op("MatMul", scope+"/scores", q, kT)
 	scores = b.Op(scaleOp, scope+"/scaled_scores", scores, scale)
-	if posBias != "" {
-		scores = b.Op("Add", scope+"/biased_scores", scores, posBias)
-	}
-	if maskBias != "" {
-		scores = b.Op("Add", scope+"/masked_scores", scores, maskBias)
+	for _, t := range terms {
+		if t.value != "" {
+			scores = b.Op("Add", scope+t.suffix, scores, t.value)
+		}
 	}
 	probs := b.Softmax(scores, scope+"/probs")
 	ctx := b.Op("MatMul", scope+"/context", probs, v)

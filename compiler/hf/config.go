@@ -41,12 +41,19 @@ const (
 	ArchMPNetForSequence      = "MPNetForSequenceClassification"
 	ArchModernBertModel       = "ModernBertModel"
 	ArchModernBertForSequence = "ModernBertForSequenceClassification"
+
+	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
+	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
+	// read as the base model (the encoder; the MLM head is not built).
+	ArchJinaBertModel       = "JinaBertModel"
+	ArchJinaBertForMaskedLM = "JinaBertForMaskedLM"
+	ArchJinaBertForSequence = "JinaBertForSequenceClassification"
 )
 
 // architecturesByType lists, per model_type, the architectures Build knows;
 // the first is the base model, used when config.json names none.
 var architecturesByType = map[string][]string{
-	ModelBERT:       {ArchBertModel, ArchBertForSequence},
+	ModelBERT:       {ArchBertModel, ArchBertForSequence, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence},
 	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence},
 	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence},
 	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence},
@@ -59,7 +66,8 @@ var architecturesByType = map[string][]string{
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
-	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence}
+	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence,
+	ArchJinaBertForSequence}
 
 // mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
 // word and position tables and position ids.
@@ -122,6 +130,10 @@ type Config struct {
 	// RelativeBuckets is MPNet's relative_attention_num_buckets: the rows
 	// of its relative position bias table (0 for other families).
 	RelativeBuckets int
+	// FeedForwardType is JinaBERT's feed_forward_type: "geglu" or
+	// "reglu", its gated feed-forward's activation (GELU or ReLU of the
+	// first half, times the second); "" for other families.
+	FeedForwardType string
 
 	HiddenAct    string
 	LayerNormEps float64
@@ -197,6 +209,26 @@ func (c *Config) IsClassifier() bool {
 	return slices.Contains(sequenceClassifiers, c.Architecture)
 }
 
+// IsJina reports whether the model is a JinaBERT (Jina AI's
+// jina-embeddings-v2 and jina-reranker-v1 encoders): BERT without position
+// embeddings, ALiBi attention biases and a gated feed-forward.
+func (c *Config) IsJina() bool {
+	switch c.Architecture {
+	case ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence:
+		return true
+	}
+	return false
+}
+
+// FFNActivation is the ACT2FN name of the feed-forward's activation:
+// hidden_act, or for JinaBERT the one its feed_forward_type names.
+func (c *Config) FFNActivation() string {
+	if c.IsJina() {
+		return jinaActivations[c.FeedForwardType]
+	}
+	return c.HiddenAct
+}
+
 // IsRoBERTa reports whether the model is of the RoBERTa family (roberta,
 // xlm-roberta, camembert): BERT's encoder with padding-offset position
 // ids, one token type and no token_type_ids input.
@@ -244,6 +276,7 @@ type rawConfig struct {
 	IsDecoder        bool     `json:"is_decoder"`
 	EmbeddingSize    *int     `json:"embedding_size"`                 // ElectraConfig
 	RelativeBuckets  *int     `json:"relative_attention_num_buckets"` // MPNetConfig
+	FeedForwardType  *string  `json:"feed_forward_type"`              // JinaBertConfig
 
 	// ModernBertConfig keys.
 	HiddenActivation     *string                    `json:"hidden_activation"`
@@ -345,9 +378,8 @@ func ParseConfig(data []byte, path string) (Config, error) {
 				cfg.VocabSize = 30527
 			}
 		}
-		if pe := strOr(raw.PositionEmbType, "absolute"); pe != "absolute" {
-			return Config{}, compiler.BadInput(path, "position_embedding_type",
-				fmt.Errorf("%w: %q; only \"absolute\" is supported", compiler.ErrUnknownModel, pe))
+		if err := parsePositions(&cfg, raw, path); err != nil {
+			return Config{}, err
 		}
 		if raw.IsDecoder {
 			return Config{}, compiler.BadInput(path, "is_decoder",
@@ -385,6 +417,32 @@ func ParseConfig(data []byte, path string) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// parsePositions checks position_embedding_type: "absolute" for every
+// family but JinaBERT, whose architectures take "alibi" only (and then its
+// feed_forward_type, JinaBertConfig's default "original" being BERT's
+// feed-forward, which JinaBERT's checkpoints do not use and sqc refuses).
+func parsePositions(cfg *Config, raw rawConfig, path string) error {
+	pe := strOr(raw.PositionEmbType, "absolute")
+	if cfg.IsJina() {
+		if pe != "alibi" {
+			return compiler.BadInput(path, "position_embedding_type",
+				fmt.Errorf("%w: %q for %s; sqc builds JinaBERT with \"alibi\" only", compiler.ErrUnknownModel, pe, cfg.Architecture))
+		}
+		cfg.FeedForwardType = strOr(raw.FeedForwardType, "original")
+		return nil
+	}
+	if pe != "absolute" {
+		hint := ""
+		if pe == "alibi" {
+			hint = fmt.Sprintf(" for %s (ALiBi is supported for JinaBERT's architectures: %s, %s, %s)",
+				cfg.Architecture, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence)
+		}
+		return compiler.BadInput(path, "position_embedding_type",
+			fmt.Errorf("%w: %q%s; only \"absolute\" is supported", compiler.ErrUnknownModel, pe, hint))
+	}
+	return nil
 }
 
 // configJSONError turns a decoding error into one naming the offending key
@@ -518,6 +576,14 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if c.IsJina() {
+		if _, ok := jinaActivations[c.FeedForwardType]; !ok {
+			return compiler.BadInput(c.Source, "feed_forward_type", fmt.Errorf("%w: %q; supported for JinaBERT: geglu, reglu",
+				compiler.ErrUnknownModel, c.FeedForwardType))
+		}
+	} else if c.FeedForwardType != "" {
+		return fail("feed_forward_type", "%q given for %s, which is not JinaBERT", c.FeedForwardType, c.Architecture)
+	}
 	if !(c.LayerNormEps > 0) || math.IsInf(c.LayerNormEps, 0) {
 		return fail(c.key("layer_norm_eps"), "%v is not a positive finite number", c.LayerNormEps)
 	}
@@ -560,6 +626,13 @@ func (c *Config) parameterCount() int64 {
 	h, i, e := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.EmbeddingWidth())
 	if c.ModelType == ModelModernBERT {
 		return c.modernBertParameters()
+	}
+	if c.IsJina() {
+		// Word and type tables and their norm; per layer Q, K, V and the
+		// output dense with biases, two norms, gated_layers without bias
+		// (2i x h) and wo with one; the pooler or classifier.
+		n := (int64(c.VocabSize)+int64(c.TypeVocabSize)+2)*h + int64(c.NumLayers)*(4*(h*h+h)+4*h+3*h*i+h)
+		return n + h*h + h + int64(len(c.Labels))*(h+1)
 	}
 	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * e
 	if e != h {

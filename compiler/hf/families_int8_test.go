@@ -144,18 +144,18 @@ func TestTinyFamiliesINT8(t *testing.T) {
 					t.Fatalf("%s: INT8 engine: %v", frontend, err)
 				}
 				// Every layer's FFN activation runs in its GEMM epilogue.
-				if want := "act=" + ffnEpilogue[cfg.HiddenAct]; strings.Count(listing, want) != cfg.NumLayers {
+				if want := "act=" + ffnEpilogue[cfg.FFNActivation()]; strings.Count(listing, want) != cfg.NumLayers {
 					t.Errorf("%s: %d GEMMs with %s, want one per layer (%d):\n%s", frontend, strings.Count(listing, want), want, cfg.NumLayers, listing)
 				}
 				for _, out := range ref.OutputNames() {
 					cosFP32 := testmodels.Cosine(q[out], f[out])
 					cosTorch := testmodels.Cosine(q[out], ref.Outputs[out])
 					t.Logf("%s %s (%s): INT8 cosine %.5f vs FP32, %.5f vs PyTorch; max |INT8 - FP32| %.3g",
-						frontend, out, cfg.HiddenAct, cosFP32, cosTorch, testmodels.TensorMaxAbsDiff(q[out], f[out]))
+						frontend, out, cfg.FFNActivation(), cosFP32, cosTorch, testmodels.TensorMaxAbsDiff(q[out], f[out]))
 					// The canonical FP32 graph (FFN activation fused into
 					// sqc.Gelu) still matches PyTorch.
 					d := testmodels.TensorMaxAbsDiff(f[out], ref.Outputs[out])
-					t.Logf("%s %s (%s): canonical FP32 max |sqc - torch| %.3g", frontend, out, cfg.HiddenAct, d)
+					t.Logf("%s %s (%s): canonical FP32 max |sqc - torch| %.3g", frontend, out, cfg.FFNActivation(), d)
 					if !(d <= referenceTolerance) {
 						t.Errorf("%s %s: canonical FP32 differs from PyTorch by %.3g > %g", frontend, out, d, referenceTolerance)
 					}

@@ -111,11 +111,12 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	if cfg.IsClassifier() {
 		prefix = cfg.ParamPrefix()
 	}
-	// BertModel always has a pooler; RobertaModel and MPNetModel only if
-	// the checkpoint holds one (see hasWeight); ElectraModel and
+	// BertModel always has a pooler; RobertaModel, MPNetModel and
+	// JinaBertModel only if the checkpoint holds one (see hasWeight;
+	// JinaBertForMaskedLM's holds none); ElectraModel and
 	// DistilBertModel none.
-	pooled := cfg.ModelType == ModelBERT ||
-		(cfg.IsRoBERTa() || cfg.ModelType == ModelMPNet) && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
+	pooled := cfg.ModelType == ModelBERT && !cfg.IsJina() ||
+		(cfg.IsRoBERTa() || cfg.ModelType == ModelMPNet || cfg.IsJina()) && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
 
 	h := compiler.Dim{Size: int64(cfg.HiddenSize)}
 	switch {
@@ -132,7 +133,11 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 
 	switch cfg.ModelType {
 	case ModelBERT:
-		buildBERT(b, prefix)
+		if cfg.IsJina() {
+			buildJinaBERT(b, prefix, pooled)
+		} else {
+			buildBERT(b, prefix)
+		}
 	case ModelDistilBERT:
 		buildDistilBERT(b, prefix)
 	case ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT:
@@ -172,6 +177,10 @@ func setMeta(g *compiler.Graph, cfg Config) {
 	m["vocab_size"] = strconv.Itoa(cfg.VocabSize)
 	if cfg.OffsetsPositions() {
 		m["pad_token_id"] = strconv.Itoa(cfg.PadTokenID)
+	}
+	if cfg.IsJina() {
+		m["position_embedding_type"] = "alibi"
+		m["feed_forward_type"] = cfg.FeedForwardType
 	}
 	if cfg.IsClassifier() {
 		m["num_labels"] = strconv.Itoa(len(cfg.Labels))

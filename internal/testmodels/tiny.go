@@ -50,6 +50,18 @@ const (
 	TinyModernBertBase = "modernbert-base-gelutanh"
 )
 
+// Tiny JinaBERT models (gen/make_jinabert.py): BERT without position
+// embeddings, an ALiBi bias on every layer's scores (after the mask), a
+// gated feed-forward; 3 layers, max_position_embeddings 64.
+const (
+	// JinaBertModel (with pooler), geglu, 4 heads (power-of-two slopes),
+	// opset 14.
+	TinyJinaBertBase = "jinabert-base-geglu"
+	// JinaBertForSequenceClassification, reglu, 6 heads (interleaved
+	// slopes), 3 labels, opset 17.
+	TinyJinaBertCls = "jinabert-cls-reglu"
+)
+
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean
 // pooling by the attention mask (the count clamped, Clip) and Normalize
@@ -62,7 +74,8 @@ var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
-	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase}
+	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
+	TinyJinaBertBase, TinyJinaBertCls}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

@@ -1,0 +1,216 @@
+"""Tiny random-weight JinaBERT models (config.json, model.safetensors and
+the ONNX export) for sqc's tests: the encoder of Jina AI's
+jina-embeddings-v2 embedders and jina-reranker-v1 rerankers
+(trust_remote_code, jinaai/jina-bert-implementation), a BERT with
+
+  - no position embeddings: word + token type embeddings, then LayerNorm;
+  - ALiBi: every layer adds -slope(head) * |i - j| to the scores, after
+    the padding mask, softmax(scores / sqrt(d) + mask + alibi);
+  - a gated feed-forward (mlp.gated_layers without bias, act of its first
+    half times its second half, mlp.wo, the residual and mlp.layernorm),
+    where act is GELU for feed_forward_type "geglu" and ReLU for "reglu".
+
+The parameter names are those of the published checkpoints, which
+text-embeddings-inference's jina.rs also reads. The encoder keeps the
+ALiBi tensor as a buffer built once at max_position_embeddings and slices
+its top-left corner per call, as the hub code does, so the ONNX export
+holds it as a constant Slice'd to the sequence length. Run with the same
+arguments as make_models.py:
+
+    /usr/bin/python3 internal/testmodels/gen/make_jinabert.py [--out DIR]
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+from torch import nn
+
+import make_models
+
+
+def alibi_slopes(n):
+    """_get_alibi_head_slopes: a geometric sequence for a power of two
+    heads, else the closest power's and every other one of twice that."""
+    def power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
+
+
+def alibi_tensor(heads, size):
+    """rebuild_alibi_tensor: [1, heads, size, size] of -slope * |j - i|."""
+    context = torch.arange(size)[:, None]
+    memory = torch.arange(size)[None, :]
+    relative = torch.abs(memory - context).unsqueeze(0).expand(heads, -1, -1)
+    slopes = torch.Tensor(alibi_slopes(heads)) * -1
+    return (slopes.unsqueeze(1).unsqueeze(1) * relative).unsqueeze(0)
+
+
+class SelfAttention(make_models.BertSelfAttention):
+    def forward(self, x, mask, bias):
+        q = self.transpose_for_scores(self.query(x))
+        k = self.transpose_for_scores(self.key(x))
+        v = self.transpose_for_scores(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.attention_head_size)
+        scores = scores + mask
+        probs = nn.functional.softmax(scores + bias, dim=-1)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        return ctx.view(ctx.size()[:-2] + (self.all_head_size,))
+
+
+class Attention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.self = SelfAttention(c)
+        self.output = make_models.BertSelfOutput(c)
+
+    def forward(self, x, mask, bias):
+        return self.output(self.self(x, mask, bias), x)
+
+
+class GLUMLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.inter = c["intermediate_size"]
+        self.gated_layers = nn.Linear(c["hidden_size"], 2 * self.inter, bias=False)
+        self.act = {"geglu": nn.GELU, "reglu": nn.ReLU}[c["feed_forward_type"]]()
+        self.wo = nn.Linear(self.inter, c["hidden_size"])
+        self.layernorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+
+    def forward(self, x):
+        residual = x
+        h = self.gated_layers(x)
+        gated, non_gated = h[:, :, : self.inter], h[:, :, self.inter :]
+        return self.layernorm(self.wo(self.act(gated) * non_gated) + residual)
+
+
+class Layer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.attention = Attention(c)
+        self.mlp = GLUMLP(c)
+
+    def forward(self, x, mask, bias):
+        return self.mlp(self.attention(x, mask, bias))
+
+
+class Encoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.layer = nn.ModuleList([Layer(c) for _ in range(c["num_hidden_layers"])])
+        self.register_buffer("alibi", alibi_tensor(c["num_attention_heads"], c["max_position_embeddings"]), persistent=False)
+
+    def forward(self, x, mask):
+        seqlen = x.size(1)
+        bias = self.alibi[:, :, :seqlen, :seqlen]
+        for layer in self.layer:
+            x = layer(x, mask, bias)
+        return x
+
+
+class Embeddings(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c["vocab_size"], c["hidden_size"], padding_idx=c["pad_token_id"])
+        self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], c["hidden_size"])
+        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+
+    def forward(self, ids, types):
+        return self.LayerNorm(self.word_embeddings(ids) + self.token_type_embeddings(types))
+
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = Embeddings(c)
+        self.encoder = Encoder(c)
+        self.pooler = make_models.BertPooler(c)
+
+    def forward(self, ids, am, types):
+        hidden = self.encoder(self.embeddings(ids, types), make_models.extended_attention_mask(am))
+        return hidden, self.pooler(hidden)
+
+
+class Cls(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.bert = Model(c)
+        self.classifier = nn.Linear(c["hidden_size"], len(c["id2label"]))
+
+    def forward(self, ids, am, types):
+        return self.classifier(self.bert(ids, am, types)[1])
+
+
+CLASSES = {"JinaBertModel": Model, "JinaBertForSequenceClassification": Cls}
+
+
+def jina_config(arch, vocab, hidden, layers, heads, inter, ff, max_pos, num_labels=2):
+    c = make_models.bert_config(arch, vocab, hidden, layers, heads, inter, "gelu", max_pos, num_labels)
+    c.update({"position_embedding_type": "alibi", "feed_forward_type": ff, "emb_pooler": "mean",
+              "attn_implementation": None, "model_max_length": max_pos,
+              "auto_map": {"AutoConfig": "jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig",
+                           "AutoModel": "jinaai/jina-bert-implementation--modeling_bert.JinaBertModel",
+                           "AutoModelForSequenceClassification": "jinaai/jina-bert-implementation--modeling_bert.JinaBertForSequenceClassification"}})
+    return c
+
+
+# Four heads take the power-of-two slopes, six the interleaved ones.
+TINY = [
+    ("jinabert-base-geglu", jina_config("JinaBertModel", 140, 32, 3, 4, 48, "geglu", 64), 14),
+    ("jinabert-cls-reglu", jina_config("JinaBertForSequenceClassification", 140, 48, 3, 6, 64, "reglu", 64, 3), 17),
+]
+
+
+def build(name, c, opset, out_dir, seed, lengths):
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    torch.manual_seed(seed)
+    model = CLASSES[c["architectures"][0]](c)
+    make_models.randomize(model, seed)
+    model.eval()
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+        f.write("\n")
+    make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
+    batch = make_models.make_batch(c, seed + 1, lengths)
+    names = make_models.input_names(c)
+    args = tuple(torch.from_numpy(batch[n]) for n in names)
+    with torch.no_grad():
+        outs = make_models.as_tuple(model(*args))
+    onames = make_models.output_names(c)
+    ref = {
+        "inputs": {n: batch[n].tolist() for n in names},
+        "outputs": {n: {"shape": list(o.shape), "data": make_models.to_list(o.numpy())} for n, o in zip(onames, outs)},
+        "torch_version": torch.__version__,
+    }
+    with open(os.path.join(d, "reference.json"), "w") as f:
+        json.dump(ref, f, separators=(",", ":"))
+        f.write("\n")
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    for n in onames:
+        axes[n] = {0: "batch", 1: "sequence"} if n == "last_hidden_state" else {0: "batch"}
+    with torch.no_grad():
+        torch.onnx.export(model, args, os.path.join(d, "model.onnx"), input_names=names, output_names=onames,
+                          dynamic_axes=axes, opset_version=opset, do_constant_folding=True)
+    print("%s: %s, %d parameters" % (name, c["architectures"][0], sum(p.numel() for p in model.parameters())), file=sys.stderr)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
+    a = ap.parse_args()
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    for i, (name, c, opset) in enumerate(TINY):
+        build(name, c, opset, a.out, 5000 + 17 * i, [9, 3, 16, 12])
+
+
+if __name__ == "__main__":
+    main()
