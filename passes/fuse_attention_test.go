@@ -187,3 +187,35 @@ func TestFuseAttentionPositionBias(t *testing.T) {
 		t.Errorf("fused a bias with a mask of fill -1:\n%s", after.Text())
 	}
 }
+
+// maskedThenBiased is biasedAttention with JinaBERT's order, the ALiBi
+// bias added to the masked scores: (S + mask) + bias.
+func maskedThenBiased(fill string) string {
+	return strings.Replace(biasedAttention(fill), "%biased = Add(%scaled, %bias)\n  %masked = Add(%biased, %madd)",
+		"%masked0 = Add(%scaled, %madd)\n  %masked = Add(%bias, %masked0)", 1)
+}
+
+// TestFuseAttentionBiasAfterMask: JinaBERT's (S + mask) + bias fuses too,
+// the bias input 4 (the same bits: S + (bias + mask)); with a fill of -1
+// it stays.
+func TestFuseAttentionBiasAfterMask(t *testing.T) {
+	in := attentionInputs()
+	in["bias"] = randomF32(43, 1, 2, 3, 3)
+	g := parseGraph(t, maskedThenBiased("-3.4028235e+38"))
+	after := applyPass(t, g, CanonicalizeAttentionMask, FuseAttention, FuseLinear, EliminateDeadNodes)
+	wantOps(t, after, map[string]int{opAttentionMask: 1, opAttention: 1, opLinear: 3})
+	for _, n := range after.Nodes {
+		if n.Op == opAttention && (len(n.Inputs) != 5 || n.Inputs[4] != "bias" || n.Inputs[3] == "") {
+			t.Errorf("attention %v does not read the mask as input 3 and the bias as input 4", n.Inputs)
+		}
+	}
+	wantEquivalent(t, g, after, in, 1e-5)
+	summed := parseGraph(t, strings.Replace(maskedThenBiased("-3.4028235e+38"),
+		"%masked0 = Add(%scaled, %madd)\n  %masked = Add(%bias, %masked0)", "%bm = Add(%bias, %madd)\n  %masked = Add(%scaled, %bm)", 1))
+	wantEquivalent(t, g, summed, in, 0)
+
+	g = parseGraph(t, maskedThenBiased("-1"))
+	if after := applyPass(t, g, CanonicalizeAttentionMask, FuseAttention); OpHistogram(after)[opAttention] != 0 {
+		t.Errorf("fused a bias with a mask of fill -1:\n%s", after.Text())
+	}
+}

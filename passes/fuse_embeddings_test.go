@@ -260,3 +260,64 @@ func TestFuseEmbeddingsPositionsFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestFuseEmbeddingsWordAndType: JinaBERT's word + type embeddings, with
+// no position term (its positions are ALiBi biases), fuse from both
+// frontends into sqc.Embeddings without a position table and with the
+// type table, and the interpreter gives the unfused pipeline's outputs bit
+// for bit, also with mixed type ids.
+func TestFuseEmbeddingsWordAndType(t *testing.T) {
+	for _, name := range testmodels.TinyJinaBertModels {
+		dir := testmodels.TinyDir(t, name)
+		ref, err := testmodels.LoadModelReference(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, frontend := range []string{"hf", "onnx"} {
+			t.Run(name+"/"+frontend, func(t *testing.T) {
+				var g *compiler.Graph
+				if frontend == "hf" {
+					g, err = hf.Load(dir)
+				} else {
+					g, err = onnx.Load(filepath.Join(dir, "model.onnx"))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := g.Clone()
+				if err := Run(before, without(Pipeline(), []string{FuseEmbeddings.Name}), Options{CheckIR: true}); err != nil {
+					t.Fatal(err)
+				}
+				if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+					t.Fatal(err)
+				}
+				var emb []*compiler.Node
+				for _, n := range g.Nodes {
+					if n.Op == "sqc.Embeddings" {
+						emb = append(emb, n)
+					}
+				}
+				if len(emb) != 1 || len(emb[0].Inputs) != 5 || emb[0].Inputs[2] != "" || emb[0].Inputs[3] != "token_type_ids" {
+					t.Fatalf("want one sqc.Embeddings of word and type tables without positions, got %d: %v", len(emb), emb)
+				}
+				types := ref.Inputs["token_type_ids"].Clone()
+				for i := range types.I64 {
+					types.I64[i] = int64(i % 2)
+				}
+				mixed := maps.Clone(ref.Inputs)
+				mixed["token_type_ids"] = types
+				for i, in := range []map[string]*compiler.Tensor{ref.Inputs, mixed} {
+					want, err := interp.Run(before, in, &interp.Options{Threads: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := interp.Run(g, in, &interp.Options{Threads: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantSameBits(t, fmt.Sprintf("batch %d", i), got, want)
+				}
+			})
+		}
+	}
+}

@@ -43,9 +43,10 @@ import (
 //   - Expand of a proved value to a constant shape, its dims broadcast as
 //     an elementwise op's input;
 //
-//   - Slice of a proved value from 0 with step 1 on every axis it slices
-//     (JinaBERT's ALiBi tensor, a constant [1, heads, N, N] cut to the
-//     sequence length): the shorter slice is the longer one's corner.
+//   - Slice of a proved value from a constant non-negative start with
+//     step 1 on every axis it slices (JinaBERT's ALiBi tensor, a constant
+//     [1, heads, N, N] cut to the sequence length): the shorter slice is
+//     the longer one's corner.
 //
 // Anything else (a Reshape, any other Slice, a reduction, a graph input) proves
 // nothing, and the attention stays unmarked: such a schedule runs its
@@ -179,25 +180,27 @@ func (p *positionProof) prove(name string) bool {
 	case "Expand":
 		return ix.constant(n.Inputs[1]) != nil && p.value(n.Inputs[0]) && broadcastsSame(valueInfo(ix.g, n.Inputs[0]), out.Shape)
 	case "Slice":
-		return prefixSlice(ix, n) && p.value(n.Inputs[0])
+		return fixedStartSlice(ix, n) && p.value(n.Inputs[0])
 	}
 	return false
 }
 
-// prefixSlice reports whether a Slice keeps a prefix of every axis it
-// slices: every start a constant 0 and every step 1 (absent or constant),
-// the ends whatever they are. Element i of the output is then element i
-// of the input on every axis, so a shorter slice is the corner of a longer
-// one.
-func prefixSlice(ix *index, n *compiler.Node) bool {
+// fixedStartSlice reports whether a Slice starts every axis it slices at
+// a constant non-negative index with step 1 (absent or constant), the
+// ends whatever they are: element i of the output is then element
+// start + i of the input on every axis whatever the length, so a shorter
+// slice is the corner of a longer one. (A negative start counts from the
+// end of the axis, which may be the length.)
+func fixedStartSlice(ix *index, n *compiler.Node) bool {
+	negative := func(v int64) bool { return v < 0 }
 	if starts, ok := n.AttrInts("starts"); ok { // opset 1-9: no steps
-		return !slices.ContainsFunc(starts, func(v int64) bool { return v != 0 })
+		return !slices.ContainsFunc(starts, negative)
 	}
 	if len(n.Inputs) < 3 {
 		return false
 	}
 	starts, ok := ix.ints(n.Inputs[1])
-	if !ok || slices.ContainsFunc(starts, func(v int64) bool { return v != 0 }) {
+	if !ok || slices.ContainsFunc(starts, negative) {
 		return false
 	}
 	if len(n.Inputs) > 4 && n.Inputs[4] != "" {

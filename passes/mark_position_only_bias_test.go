@@ -20,6 +20,10 @@ func positionBiasGraph(t *testing.T, biasLines string) *compiler.Graph {
 	for i := range table {
 		table[i] = fmt.Sprint(float32(i)/8 - 2)
 	}
+	square := make([]string, 128)
+	for i := range square {
+		square[i] = fmt.Sprint(float32(i)/16 - 4)
+	}
 	return parseGraph(t, `graph "position_bias" opset 17 {
   input %q: f32[batch, seq, 8]
   input %mask: i64[batch, seq]
@@ -31,6 +35,14 @@ func positionBiasGraph(t *testing.T, biasLines string) *compiler.Graph {
   init %near: i64[] = [7]
   init %far: i64[] = [-7]
   init %table: f32[16, 2] = [`+strings.Join(table, ", ")+`]
+  init %square: f32[1, 2, 8, 8] = [`+strings.Join(square, ", ")+`]
+  init %slopes: f32[2, 1, 1] = [-0.25, -0.0625]
+  init %heads: i64[3] = [2, 1, 1]
+  init %eight: i64[1] = [8]
+  init %eights: i64[2] = [8, 8]
+  init %axes23: i64[2] = [2, 3]
+  init %steps1: i64[2] = [1, 1]
+  init %zeros2: i64[2] = [0, 0]
   %shape: i64[3] = Shape(%q)
   %len: i64[] = Gather(%shape, %one) {axis=0}
 `+biasLines+`
@@ -54,6 +66,30 @@ const relativeBias = `
   %tr: f32[2, seq, seq] = Transpose(%vals) {perm=[2, 0, 1]}
   %bias: f32[1, 2, seq, seq] = Unsqueeze(%tr, %ax0)`
 
+// alibiBias is JinaBERT's ALiBi as the HF frontend computes it:
+// -slope(head) · |j - i|.
+const alibiBias = `
+  %pos: i64[seq] = Range(%zero, %len, %one)
+  %row: i64[seq, 1] = Unsqueeze(%pos, %ax1)
+  %col: i64[1, seq] = Unsqueeze(%pos, %ax0)
+  %rel: i64[seq, seq] = Sub(%col, %row)
+  %dist: i64[seq, seq] = Abs(%rel)
+  %distf: f32[seq, seq] = Cast(%dist) {to=1}
+  %by_head: f32[2, seq, seq] = Mul(%slopes, %distf)
+  %bias: f32[1, 2, seq, seq] = Unsqueeze(%by_head, %ax0)`
+
+// slicedTable is a constant [1, 2, 8, 8] table cut to [1, 2, seq, seq]
+// on axes 2 and 3 from starts (i64 [2]), offset (i64 [1]) the same start
+// again, as the ONNX export of JinaBERT's buffered ALiBi tensor slices it
+// (there from 0).
+func slicedTable(starts, offset string) string {
+	return `
+  %len1: i64[1] = Unsqueeze(%len, %ax0)
+  %end: i64[1] = Add(%len1, ` + offset + `)
+  %ends: i64[2] = Concat(%end, %end) {axis=0}
+  %bias: f32[1, 2, seq, seq] = Slice(%square, ` + starts + `, %ends, %axes23, %steps1)`
+}
+
 // TestMarkPositionOnlyBias: the pass marks the attention whose bias is
 // a function of the positions and no other, and for every case the
 // interpreter agrees: the bias at length 3 is the corner of the bias at
@@ -64,6 +100,23 @@ func TestMarkPositionOnlyBias(t *testing.T) {
 		marked      bool
 	}{
 		{"relative", relativeBias, true},
+		{"alibi", alibiBias, true},
+		// The distances expanded over the heads first, as torch exports
+		// rebuild_alibi_tensor's expand.
+		{"alibi expanded", strings.Replace(alibiBias, `
+  %by_head: f32[2, seq, seq] = Mul(%slopes, %distf)`, `
+  %dist3: f32[1, seq, seq] = Unsqueeze(%distf, %ax0)
+  %expanded: f32[2, seq, seq] = Expand(%dist3, %heads)
+  %by_head: f32[2, seq, seq] = Mul(%slopes, %expanded)`, 1), true},
+		{"table from 0", slicedTable("%zeros2", "%ax0"), true}, // %ax0 is [0]
+		// A fixed offset keeps the corner: rows and columns 1.. of the
+		// table.
+		{"table from 1", slicedTable("%steps1", "%ax1"), true},
+		// Counted back from the table's end: the offset is 8 - len.
+		{"table from its end", `
+  %len0: i64[1] = Unsqueeze(%len, %ax0)
+  %back: i64[1] = Sub(%eight, %len0)
+  %backs: i64[2] = Concat(%back, %back) {axis=0}` + slicedTable("%backs", "%back"), false},
 		// The same over the length: the length is no constant.
 		{"divided by the length", relativeBias + `
   %lenf: f32[] = Cast(%len) {to=1}

@@ -224,6 +224,32 @@ func TestBadInput(t *testing.T) {
 			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"relative_key", "absolute"},
 		},
 		{
+			name: "ALiBi on a BERT architecture",
+			break_: func(t *testing.T, m *tinyModel) files {
+				m.config["position_embedding_type"] = "alibi"
+				return files{m.configJSON(t), m.safetensorsBytes(t)}
+			},
+			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"position_embedding_type", "alibi", ArchJinaBertModel},
+		},
+		{
+			name: "JinaBERT without ALiBi",
+			break_: func(t *testing.T, m *tinyModel) files {
+				m.config["architectures"] = []string{ArchJinaBertForSequence}
+				m.config["feed_forward_type"] = "geglu"
+				return files{m.configJSON(t), m.safetensorsBytes(t)}
+			},
+			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"position_embedding_type", `"absolute"`, `"alibi" only`},
+		},
+		{
+			name: "JinaBERT's ungated feed-forward",
+			break_: func(t *testing.T, m *tinyModel) files {
+				m.config["architectures"] = []string{ArchJinaBertForSequence}
+				m.config["position_embedding_type"] = "alibi"
+				return files{m.configJSON(t), m.safetensorsBytes(t)}
+			},
+			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"feed_forward_type", `"original"`, "geglu, reglu"},
+		},
+		{
 			name: "no config.json",
 			break_: func(t *testing.T, m *tinyModel) files {
 				return files{nil, m.safetensorsBytes(t)}

@@ -581,8 +581,6 @@ func (c *Config) Validate() error {
 			return compiler.BadInput(c.Source, "feed_forward_type", fmt.Errorf("%w: %q; supported for JinaBERT: geglu, reglu",
 				compiler.ErrUnknownModel, c.FeedForwardType))
 		}
-	} else if c.FeedForwardType != "" {
-		return fail("feed_forward_type", "%q given for %s, which is not JinaBERT", c.FeedForwardType, c.Architecture)
 	}
 	if !(c.LayerNormEps > 0) || math.IsInf(c.LayerNormEps, 0) {
 		return fail(c.key("layer_norm_eps"), "%v is not a positive finite number", c.LayerNormEps)

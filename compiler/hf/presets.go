@@ -45,6 +45,13 @@ var presets = map[string]Config{
 	"modernbert-base": modernBertPreset(22, 768, 12, 1152),
 	// answerdotai/ModernBERT-large
 	"modernbert-large": modernBertPreset(28, 1024, 16, 2624),
+	// jinaai/jina-embeddings-v2-base-en (jina-reranker-v1-base-en's
+	// encoder too): ALiBi, GEGLU, 8192 positions.
+	"jina-v2-base": {
+		ModelType: ModelBERT, Architecture: ArchJinaBertForSequence,
+		VocabSize: 30528, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 8192, TypeVocabSize: 2, HiddenAct: ActGELU, LayerNormEps: 1e-12, FeedForwardType: "geglu",
+	},
 }
 
 // modernBertPreset is ModernBertConfig's defaults at a size: every third

@@ -62,6 +62,9 @@ const (
 	TinyJinaBertCls = "jinabert-cls-reglu"
 )
 
+// TinyJinaBertModels lists the tiny JinaBERT models.
+var TinyJinaBertModels = []string{TinyJinaBertBase, TinyJinaBertCls}
+
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean
 // pooling by the attention mask (the count clamped, Clip) and Normalize
