@@ -145,6 +145,9 @@ func (pl *plan) linearParams(s *exec.GEMMStep) jen.Dict {
 	if l.Act != qgemm.ActNone {
 		d[jen.Id("Act")] = actCode(l.Act)
 	}
+	if l.MulResidual {
+		d[jen.Id("MulResidual")] = jen.True()
+	}
 	if l.OutKp > 0 {
 		d[jen.Id("OutKp")] = jen.Lit(l.OutKp)
 		d[jen.Id("OutInvScale")] = jen.Lit(l.OutInvScale)

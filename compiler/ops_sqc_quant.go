@@ -13,7 +13,7 @@ import (
 // runtime/qgemm's INT8 GEMM (listed in sqcOps).
 //
 // sqc.QLinear(x, w, w_scale[, bias[, residual]]) {act_mode, act_scale,
-// act_zero_point, act}: x f32 [..., K]; w i8 [K, N], symmetric per output
+// act_zero_point, act, residual_op}: x f32 [..., K]; w i8 [K, N], symmetric per output
 // channel; w_scale f32 [N]; bias f32 [N] and residual f32 [..., N] optional
 // ("" when absent). y f32 [..., N]. For each row r of x (the leading dims
 // flattened) and column n, with every float32 operation rounded on its own
@@ -40,7 +40,9 @@ import (
 //	                                        passes.ShortenGeluForU8 chooses it)
 //	    v   = gelu.GeluTanhShort(v)        (act "gelu_tanh_u8": likewise, for the tanh GELU)
 //	    v   = qgemm.Relu(v)                (act "relu": v if v > 0 or NaN, else +0)
-//	    v   = v + residual[r,n]            (if residual)
+//	    v   = v + residual[r,n]            (if residual; residual_op "add", the default)
+//	    v   = v * residual[r,n]            (if residual and residual_op "mul": a gated
+//	                                        feed-forward's product, GEGLU or ReGLU)
 //	    y[r,n] = v
 //
 // The FP32 interpreter computes exactly this with the same Go functions, so
@@ -61,7 +63,17 @@ import (
 const (
 	QLinearStatic  = "static"
 	QLinearDynamic = "dynamic"
+
+	// residual_op: the residual is added (the default) or multiplies.
+	QLinearResidualAdd = "add"
+	QLinearResidualMul = "mul"
 )
+
+// QLinearMulResidual reports whether the node multiplies its output by
+// the residual (residual_op "mul") instead of adding it.
+func QLinearMulResidual(n *Node) bool {
+	return attrString(n, "residual_op", QLinearResidualAdd) == QLinearResidualMul
+}
 
 func qlinearOp() *OpDef {
 	return &OpDef{
@@ -70,13 +82,14 @@ func qlinearOp() *OpDef {
 			"and Residual f32 [..., N]; Y f32 [..., N]. Static: Xq = clamp(roundEven(clamp(X*(1/act_scale), ±65536)) + act_zero_point, 0, 255), " +
 			"acc = Xq@W - act_zero_point*colsum(W) (int32), v = float32(acc)*float32(act_scale*WScale[n]); dynamic: per row lo = min(0, min X), " +
 			"hi = max(0, max X), s = (hi-lo)/255 (1 if 0), z = clamp(roundEven(-lo/s), 0, 255), Xq as static with s, z, v = float32(acc)*WScale[n]*s; " +
-			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), gelu_tanh(v) if act = \"gelu_tanh\" (qgemm's float32 tanh-GELU), the same to u8 precision if act = \"gelu_u8\" or \"gelu_tanh_u8\" (degree-3 tables, abs. error < " + fmt.Sprint(gelu.ShortMaxError) + "; only with a u8 output of out_scale >= " + fmt.Sprint(gelu.ShortMinStep) + ") or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual; every float32 op rounded separately.",
+			"then v += Bias[n], v = gelu(v) if act = \"gelu\" (qgemm's float32 erf-GELU), gelu_tanh(v) if act = \"gelu_tanh\" (qgemm's float32 tanh-GELU), the same to u8 precision if act = \"gelu_u8\" or \"gelu_tanh_u8\" (degree-3 tables, abs. error < " + fmt.Sprint(gelu.ShortMaxError) + "; only with a u8 output of out_scale >= " + fmt.Sprint(gelu.ShortMinStep) + ") or relu(v) if act = \"relu\" (v if v > 0 or NaN, else +0), v += Residual (v *= Residual with residual_op = \"mul\"); every float32 op rounded separately.",
 		MinInputs: 3, MaxInputs: 7, MinOutputs: 1, MaxOutputs: 1,
 		Attrs: []AttrSpec{
 			{Name: "act_mode", Kind: AttrString},
 			{Name: "act_scale", Kind: AttrFloat},
 			{Name: "act_zero_point", Kind: AttrInt},
 			{Name: "act", Kind: AttrString},
+			{Name: "residual_op", Kind: AttrString},
 			{Name: "out_scale", Kind: AttrFloat},
 			{Name: "out_zero_point", Kind: AttrInt},
 		},
@@ -165,6 +178,12 @@ func qlinearCheck(n *Node, _ int64) error {
 		if err := checkU8Params(n, "out_scale", "out_zero_point"); err != nil {
 			return err
 		}
+	}
+	switch op := attrString(n, "residual_op", QLinearResidualAdd); {
+	case op != QLinearResidualAdd && op != QLinearResidualMul:
+		return fmt.Errorf("residual_op is %q, want %q or %q", op, QLinearResidualAdd, QLinearResidualMul)
+	case op == QLinearResidualMul && (len(n.Inputs) < 5 || n.Inputs[4] == ""):
+		return fmt.Errorf("residual_op %q without a residual (input 4) to multiply by", op)
 	}
 	if act.U8Only() && !(u8 && outScale >= gelu.ShortMinStep) {
 		return fmt.Errorf("act %q needs a u8 output with out_scale >= %g (internal/gelu.ShortMinStep), has %s", act, gelu.ShortMinStep, describeU8Output(u8, outScale))

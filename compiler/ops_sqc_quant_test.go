@@ -44,6 +44,8 @@ func TestQLinearShapeAndCheck(t *testing.T) {
 		{"short gelu to f32", `%y = sqc.QLinear(%x, %w, %s) {act_scale=1.0, act="gelu_u8"}`, `act "gelu_u8" needs a u8 output with out_scale >= 0.002 (internal/gelu.ShortMinStep), has an f32 output`},
 		{"short gelu, small step", `%y = sqc.QLinear(%x, %w, %s) {act_scale=1.0, act="gelu_tanh_u8", out_scale=0.0019, out_zero_point=0}`, "has out_scale 0.0019"},
 		{"f32 weight", `init %wf: f32[8, 3] = splat(1)` + "\n" + `%y = sqc.QLinear(%x, %wf, %s) {act_scale=1.0}`, "dtype"},
+		{"bad residual_op", `input %r: f32[batch, sequence, 3]` + "\n" + `%y = sqc.QLinear(%x, %w, %s, _, %r) {act_scale=1.0, residual_op="sub"}`, `residual_op is "sub"`},
+		{"mul without residual", `%y = sqc.QLinear(%x, %w, %s) {act_scale=1.0, residual_op="mul"}`, "without a residual"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := inferText(t, 17, qlinearDecls+c.node)

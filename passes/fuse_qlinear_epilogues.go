@@ -20,7 +20,15 @@ import (
 //     is computed before the QLinear runs (a graph input, an initializer or
 //     an earlier node's output), takes that operand as its residual input
 //     and produces the Add's output: BERT's "dense + residual" before each
-//     LayerNorm.
+//     LayerNorm;
+//   - likewise a QLinear whose output only a Mul reads, on the same
+//     conditions for the Mul's other operand, takes it as a residual with
+//     residual_op "mul": the gated feed-forward's act(x·W1) · (x·W2)
+//     (ModernBERT, JinaBERT), fused into the epilogue of whichever of its
+//     two QLinears runs second. The epilogue multiplies in float32 as the
+//     Mul did (IEEE multiplication commutes), and the Mul and, once
+//     WriteU8Directly has the QLinear write u8, the Quantize after it are
+//     gone.
 //
 // The conditions are exactly those under which compiler/exec fused these
 // nodes into the GEMM's epilogue before this pass existed (its
@@ -73,10 +81,11 @@ func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
 				}
 			}
 		}
+		mul := false
 		if residual == "" {
-			if c := ix.onlyConsumer(out); c != nil && c.Op == "Add" {
+			if c := ix.onlyConsumer(out); c != nil && (c.Op == "Add" || c.Op == "Mul") {
 				if other, ok := otherInput(c, out); ok && other != out && isFloat32(g, other) && sameShapeSurely(g, other, out) && at(other) < i {
-					residual, out = other, c.Outputs[0]
+					residual, out, mul = other, c.Outputs[0], c.Op == "Mul"
 					absorbed = append(absorbed, c)
 				}
 			}
@@ -91,6 +100,9 @@ func fuseQLinearEpilogues(g *compiler.Graph) (bool, error) {
 		compiler.SetQLinearAct(fused, act)
 		if residual != "" {
 			fused.Inputs = qlinearWithResidual(n.Inputs, residual)
+		}
+		if mul {
+			fused.Attrs["residual_op"] = compiler.StringAttr(compiler.QLinearResidualMul)
 		}
 		fused.Outputs = []string{out}
 		repl[n] = fused

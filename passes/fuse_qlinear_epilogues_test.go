@@ -206,3 +206,63 @@ func nodeText(g *compiler.Graph, n *compiler.Node) string {
 	}
 	return n.Op + " " + strings.Join(n.Inputs, ", ")
 }
+
+// qglu is a gated feed-forward after quantisation (JinaBERT's GEGLU,
+// ModernBERT's GLU): the act half's QLinear and GELU, the gate half's
+// QLinear after it, their product, the contracting QLinear.
+const qglu = `graph "qglu" opset 17 {
+  input %x: f32[batch, seq, 16]
+  init %g: f32[16] = splat(1)
+  init %w1: i8[16, 24] = elided("sha256:00000000000000f1")
+  init %s1: f32[24] = splat(0.002)
+  init %w2: i8[16, 24] = elided("sha256:00000000000000f2")
+  init %s2: f32[24] = splat(0.003)
+  init %w3: i8[24, 16] = elided("sha256:00000000000000f3")
+  init %s3: f32[16] = splat(0.001)
+  %h = LayerNormalization(%x, %g) {axis=-1, epsilon=1e-12}
+  %f1 = sqc.QLinear(%h, %w1, %s1) {MODE1} @act_half
+  %a = sqc.Gelu(%f1)
+  %f2 = sqc.QLinear(%h, %w2, %s2) {MODE1} @gate_half
+  %p = Mul(%a, %f2)
+  %f3 = sqc.QLinear(%p, %w3, %s3) {MODE2} @ffn2
+  output %f3: f32[batch, seq, 16]
+}`
+
+// TestFuseQLinearEpiloguesGatedProduct: the product of a gated
+// feed-forward fuses into the epilogue of the QLinear that runs second
+// (residual_op "mul", the first's activation output its multiplier), with
+// the bits of the separate Mul, static and dynamic; the first QLinear
+// takes the GELU.
+func TestFuseQLinearEpiloguesGatedProduct(t *testing.T) {
+	for mode, r := range map[string]*strings.Replacer{"static": staticModes, "dynamic": dynamicModes} {
+		t.Run(mode, func(t *testing.T) {
+			g := parseGraph(t, r.Replace(qglu))
+			fused := applyPass(t, g, FuseQLinearEpilogues)
+			wantOps(t, fused, map[string]int{"LayerNormalization": 1, opQLinear: 3})
+			first, second := nodeByName(t, fused, "act_half"), nodeByName(t, fused, "gate_half")
+			if actOf(t, first) != qgemm.ActGelu || first.Outputs[0] != "a" || qlinearResidual(first) != "" {
+				t.Errorf("act_half = %s, want act gelu producing %%a", nodeText(fused, first))
+			}
+			if actOf(t, second) != qgemm.ActNone || qlinearResidual(second) != "a" || !compiler.QLinearMulResidual(second) || second.Outputs[0] != "p" {
+				t.Errorf("gate_half = %s, want %%a multiplying, producing %%p", nodeText(fused, second))
+			}
+			checkFusedEquivalent(t, g, fused, fusionInputs(16), 0.02, 0.02)
+		})
+	}
+	// The gate half first: the act half runs second and multiplies its
+	// GELU output by the gate's (the epilogue applies the activation before
+	// the residual).
+	for mode, r := range map[string]*strings.Replacer{"static": staticModes, "dynamic": dynamicModes} {
+		t.Run("gate first/"+mode, func(t *testing.T) {
+			src := strings.Replace(r.Replace(qglu), "  %f2 = sqc.QLinear(%h, %w2, %s2) {"+r.Replace("MODE1")+"} @gate_half\n", "", 1)
+			src = strings.Replace(src, "  %f1 = sqc.QLinear", "  %f2 = sqc.QLinear(%h, %w2, %s2) {"+r.Replace("MODE1")+"} @gate_half\n  %f1 = sqc.QLinear", 1)
+			g := parseGraph(t, src)
+			fused := applyPass(t, g, FuseQLinearEpilogues)
+			first, second := nodeByName(t, fused, "gate_half"), nodeByName(t, fused, "act_half")
+			if qlinearResidual(first) != "" || actOf(t, second) != qgemm.ActGelu || qlinearResidual(second) != "f2" || !compiler.QLinearMulResidual(second) {
+				t.Errorf("want act_half gelu times %%f2, got\n%s\n%s", nodeText(fused, first), nodeText(fused, second))
+			}
+			checkFusedEquivalent(t, g, fused, fusionInputs(16), 0.02, 0.02)
+		})
+	}
+}

@@ -23,6 +23,7 @@ const (
 	epiResidual                 // add the residual
 	epiU8                       // quantize to u8 (else store f32)
 	epiRow                      // per-row zero point (replacing aZero) and scale: dynamic quantisation
+	epiResidualMul              // multiply by the residual instead of adding it (with epiResidual only)
 	epiFeatureCount = iota
 
 	epiActShift = 8
@@ -105,7 +106,7 @@ func genEpilogue(g *gen) {
 		"column 0 of the block (row 0 for res, the output, rowZero and rowScale);",
 		"strides are in elements. flags: 1 colSum, 2 bias, 4 residual, 8 u8 output",
 		"(else f32), 16 per-row zero point rowZero[i] (replacing aZero) and scale",
-		"rowScale[i]; bits 8 and up, the Act. u8 output clamps v*invScale to",
+		"rowScale[i], 32 multiply by the residual (with 4); bits 8 and up, the Act. u8 output clamps v*invScale to",
 		"[clampLo, clampHi] = [-outZero, 255-outZero] (the AVX-512 loops clamp at clampLo",
 		"and saturate the codes at 255).")
 	epilogueActDispatch(g, "epi", func(act epiAct, set int) {
@@ -167,7 +168,8 @@ func epilogueDispatch(g *gen, flags reg.GPVirtual, done operand.LabelRef, bit, s
 		variant(set)
 		g.JMP(done)
 		return
-	case fixed&(1<<bit) != 0:
+	case fixed&(1<<bit) != 0, 1<<bit == epiResidualMul && set&epiResidual == 0:
+		// Fixed, or a multiply with no residual: no test, no loops.
 		epilogueDispatch(g, flags, done, bit+1, set, fixed, variant)
 		return
 	}
@@ -449,7 +451,11 @@ func epilogueStore(g *gen, flags, u int, k reg.OpmaskVirtual, r epiRegs, v reg.V
 	if has(epiResidual) {
 		rz := g.ZMM()
 		g.VMOVUPS_Z(r.col4(r.resRow, u), k, rz)
-		g.VADDPS(rz, v, v)
+		if has(epiResidualMul) {
+			g.VMULPS(rz, v, v)
+		} else {
+			g.VADDPS(rz, v, v)
+		}
 	}
 	if has(epiU8) {
 		// quantizeU8 clamps v*invScale to [-quantClamp, quantClamp], rounds,

@@ -148,7 +148,11 @@ func epilogueVariantAVX2(g *gen, geluTable geluavo.Table, frame operand.Mem, act
 		g.VANDPS(keep, v, v)
 	}
 	if has(epiResidual) {
-		g.VADDPS(col4(resRow), v, v)
+		if has(epiResidualMul) {
+			g.VMULPS(col4(resRow), v, v)
+		} else {
+			g.VADDPS(col4(resRow), v, v)
+		}
 	}
 	if has(epiU8) {
 		// As epilogueStore: clamp to [clampLo, clampHi], round to even, add

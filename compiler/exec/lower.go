@@ -465,6 +465,7 @@ func (l *lowering) qlinear(i int, n *compiler.Node) error {
 			return bad("QLinear residual is %s, want f32", l.dtype(residual))
 		}
 		s.Residual = l.slot(residual)
+		lin.MulResidual = compiler.QLinearMulResidual(n)
 	}
 	if scale, zp, ok := compiler.U8Output(n); ok { // passes.WriteU8Directly
 		lin.OutKp, lin.OutInvScale, lin.OutZeroPoint = u8Row(nOut), 1/scale, zp

@@ -58,7 +58,11 @@ func (s *GEMMStep) Describe(sl []*Slot) string {
 		b.WriteString(", act=" + l.Act.String())
 	}
 	if s.Residual != NoSlot {
-		fmt.Fprintf(&b, ", residual=%s", slotName(sl, s.Residual))
+		op := "residual"
+		if l.MulResidual {
+			op = "multiplier"
+		}
+		fmt.Fprintf(&b, ", %s=%s", op, slotName(sl, s.Residual))
 	}
 	if l.OutKp > 0 {
 		fmt.Fprintf(&b, ", out=u8 Kp=%d inv_scale=%g zero_point=%d", l.OutKp, l.OutInvScale, l.OutZeroPoint)

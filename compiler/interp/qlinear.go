@@ -134,6 +134,7 @@ func qlinear(c *call) ([]*compiler.Tensor, error) {
 		return nil, fmt.Errorf("%w: QLinear %v", compiler.ErrMalformed, err)
 	}
 	lin.Act = act
+	lin.MulResidual = compiler.QLinearMulResidual(c.node)
 	if residual != nil {
 		io.Residual = residual.F32
 	}

@@ -47,7 +47,8 @@
 //	v    = v * RowScale[i]                           (if RowScale != nil)
 //	v    = v + Bias[n]                               (if Bias != nil)
 //	v    = Act.Apply(v)                              (act.go defines each activation)
-//	v    = v + Residual[i*ResidualStride+n]          (if Residual != nil)
+//	v    = v + Residual[i*ResidualStride+n]          (if Residual != nil), or
+//	v    = v * Residual[i*ResidualStride+n]          (with MulResidual: a gated unit's product)
 //	OutF32[i*OutStride+n] = v                        (f32 output), or
 //	OutU8[i*OutStride+n]  = clamp(roundEven(v*OutInvScale) + OutZeroPoint, 0, 255)
 package qgemm
@@ -109,6 +110,10 @@ type Epilogue struct {
 	Act            Act
 	Residual       []float32 // optional, row stride ResidualStride
 	ResidualStride int
+	// MulResidual multiplies v by the residual instead of adding it: the
+	// product of a gated feed-forward (GEGLU, ReGLU), act(x·W1) · (x·W2),
+	// applied in the epilogue of its second GEMM. It needs a Residual.
+	MulResidual bool
 
 	// RowScale and RowZeroPoint (len >= M) serve dynamic per-token
 	// quantisation of A (runtime/nn.QuantizeRowsU8): row i of A was

@@ -328,6 +328,8 @@ func checkEpilogue(ep *Epilogue, m, n int) error {
 		if err := matrix("Residual", len(ep.Residual), ep.ResidualStride); err != nil {
 			return err
 		}
+	} else if ep.MulResidual {
+		return invalid("GEMM: Epilogue.MulResidual without a Residual to multiply by")
 	}
 	switch {
 	case (ep.OutF32 != nil) == (ep.OutU8 != nil):

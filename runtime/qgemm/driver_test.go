@@ -130,6 +130,7 @@ const (
 type epiOptions struct {
 	u8, bias, residual, zeroPoint, rowScale, rowZeroPoint bool
 	act                                                   Act
+	mulResidual                                           bool // multiply by the residual (Epilogue.MulResidual)
 }
 
 func (o epiOptions) String() string {
@@ -143,7 +144,8 @@ func (o epiOptions) String() string {
 	add(!o.u8, "f32")
 	add(o.bias, "bias")
 	add(o.act != ActNone, o.act.String())
-	add(o.residual, "res")
+	add(o.residual && !o.mulResidual, "res")
+	add(o.mulResidual, "mulres")
 	add(o.zeroPoint, "zp128")
 	add(o.rowScale, "rowscale")
 	add(o.rowZeroPoint, "rowzp")
@@ -152,12 +154,14 @@ func (o epiOptions) String() string {
 
 // allEpiOptions returns every combination of the options GEMM takes: 2^6
 // of the flags times the activations, those for u8 outputs only
-// (Act.U8Only) with the u8 flags.
+// (Act.U8Only) with the u8 flags. The residual is multiplied where A has
+// the static zero point and added elsewhere, so both forms meet every
+// other option without doubling the cases.
 func allEpiOptions() []epiOptions {
 	var out []epiOptions
 	for bits := 0; bits < 1<<6; bits++ {
 		for act := range actCount {
-			o := epiOptions{bits&1 != 0, bits&2 != 0, bits&4 != 0, bits&8 != 0, bits&16 != 0, bits&32 != 0, act}
+			o := epiOptions{bits&1 != 0, bits&2 != 0, bits&4 != 0, bits&8 != 0, bits&16 != 0, bits&32 != 0, act, bits&4 != 0 && bits&8 != 0}
 			if act.U8Only() && !o.u8 {
 				continue
 			}
@@ -210,6 +214,7 @@ func newEpilogue(rng *rand.Rand, p *testProblem, o epiOptions) (ep *Epilogue, f3
 		for i := range ep.Residual {
 			ep.Residual[i] = randF(-2, 2)
 		}
+		ep.MulResidual = o.mulResidual
 	}
 	ep.OutStride = n + 5
 	size := guardElems + (m-1)*ep.OutStride + n + guardElems
@@ -790,6 +795,7 @@ func TestGEMMRejectsBadArguments(t *testing.T) {
 		{"activation past the last", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.Act = actCount; return ep }},
 		{"residual stride < N", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.ResidualStride = 19; return ep }},
 		{"short residual", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.Residual = ep.Residual[:len(ep.Residual)-1]; return ep }},
+		{"multiply without a residual", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.Residual, ep.MulResidual = nil, true; return ep }},
 		{"two outputs", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.OutU8 = make([]uint8, 1000); return ep }},
 		{"no output", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.OutF32 = nil; return ep }},
 		{"out stride < N", p.a, 5, p.lda, p.b, func(ep *Epilogue) *Epilogue { ep.OutStride = 19; return ep }},

@@ -55,7 +55,11 @@ func epilogueGo(ep *Epilogue, c []int32, ldc int, m0, n0, m, n int) {
 			ep.Act.ApplyAll(vs)
 			for j, v := range vs {
 				col := n0 + j0 + j
-				if ep.Residual != nil {
+				switch {
+				case ep.Residual == nil:
+				case ep.MulResidual:
+					v *= ep.Residual[(m0+i)*ep.ResidualStride+col]
+				default:
 					v += ep.Residual[(m0+i)*ep.ResidualStride+col]
 				}
 				if ep.OutF32 != nil {

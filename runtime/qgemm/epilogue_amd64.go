@@ -12,6 +12,7 @@ const (
 	epiResidual
 	epiU8
 	epiRow
+	epiResidualMul // multiply by the residual (Epilogue.MulResidual); only with epiResidual
 
 	epiActShift = 8
 )
@@ -120,6 +121,9 @@ func epilogueAsmArgsFor(ep *Epilogue, m0, n0, m, n int) (epilogueAsmArgs, bool) 
 		args.res = &ep.Residual[first]
 		args.resStride = ep.ResidualStride
 		args.flags |= epiResidual
+		if ep.MulResidual {
+			args.flags |= epiResidualMul
+		}
 	}
 	first := m0*ep.OutStride + n0
 	args.outStride, args.invScale, args.outZero = ep.OutStride, ep.OutInvScale, ep.OutZeroPoint

@@ -97,6 +97,7 @@ func epilogueCase(rng *rand.Rand, flags, m0, n0, m, n int) (*Epilogue, []int32, 
 		for j := range ep.Residual {
 			ep.Residual[j] = randF(-2, 2)
 		}
+		ep.MulResidual = flags&epiResidualMul != 0
 	}
 	ep.OutStride = cols + 1
 	if flags&epiU8 != 0 {
@@ -188,13 +189,13 @@ func sameBits(t *testing.T, what string, want, got *Epilogue) {
 }
 
 // TestEpilogueAsmMatchesGo runs every option combination (colsum/zero
-// point, bias, each Act, residual, f32 or u8 output, per-row zero point
-// and scale) on odd block sizes at odd offsets and compares the whole
+// point, bias, each Act, residual added or multiplied, f32 or u8 output,
+// per-row zero point and scale) on odd block sizes at odd offsets and compares the whole
 // output buffers, so a stray write outside the block fails too.
 func TestEpilogueAsmMatchesGo(t *testing.T) {
 	for _, e := range asmEpilogues(t) {
 		rng := rand.New(rand.NewPCG(5, 6))
-		for features := range 1 << 5 {
+		for features := range 1 << 6 {
 			for act := range actCount {
 				flags := features | withAct(act)
 				for _, n := range []int{1, 7, 16, 17, 33, 100} {
@@ -204,7 +205,7 @@ func TestEpilogueAsmMatchesGo(t *testing.T) {
 						want, got := cloneOutputs(ep), cloneOutputs(ep)
 						epilogueGo(want, c, ldc, m0, n0, m, n)
 						e.f(got, c, ldc, m0, n0, m, n)
-						sameBits(t, fmt.Sprintf(e.name+" %v features=%05b m=%d n=%d at (%d,%d)", act, features, m, n, m0, n0), want, got)
+						sameBits(t, fmt.Sprintf(e.name+" %v features=%06b m=%d n=%d at (%d,%d)", act, features, m, n, m0, n0), want, got)
 					}
 				}
 			}

@@ -56117,6 +56117,8 @@ epi_flag_2812:
 	JNZ   epi_flag_2824
 	TESTQ $0x00000010, AX
 	JNZ   epi_flag_2825
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2826
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -56125,7 +56127,7 @@ epi_flag_2812:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2826:
+epi_strip_2827:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56149,7 +56151,7 @@ epi_strip_2826:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2827:
+epi_row_2828:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -56179,23 +56181,94 @@ epi_row_2827:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2827
+	JL          epi_row_2828
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2826
+	JL          epi_strip_2827
 	JMP         epi_done_2809
 
-epi_flag_2825:
+epi_flag_2826:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
 	SHLQ $0x02, CX
 	MOVQ outStride+112(FP), DX
 	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	XORQ SI, SI
+	XORQ BX, BX
 
-epi_strip_2828:
+epi_strip_2829:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z3
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_2830:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z0, Z4, Z4
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVUPS.Z   (DI)(BX*4), K1, Z8
+	VMULPS      Z8, Z4, Z4
+	VMOVUPS     Z4, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z4
+	VMULPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z4
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     Z6, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z4
+	VMULPS      Z4, Z7, Z7
+	VMOVUPS     Z7, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_2830
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_2829
+	JMP         epi_done_2809
+
+epi_flag_2825:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2831
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	XORQ  SI, SI
+
+epi_strip_2832:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56219,7 +56292,7 @@ epi_strip_2828:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2829:
+epi_row_2833:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -56253,15 +56326,91 @@ epi_row_2829:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2829
+	JL          epi_row_2833
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2828
+	JL          epi_strip_2832
+	JMP         epi_done_2809
+
+epi_flag_2831:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	XORQ SI, SI
+
+epi_strip_2834:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z0
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z1
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z3
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_2835:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z0, Z4, Z4
+	VMULPS.BCST (BX)(R10*4), Z4, Z4
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (BX)(R10*4), Z5, Z5
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (BX)(R10*4), Z6, Z6
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVUPS.Z   (R8)(SI*4), K1, Z8
+	VMULPS      Z8, Z4, Z4
+	VMOVUPS     Z4, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z4
+	VMULPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z4
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     Z6, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z4
+	VMULPS      Z4, Z7, Z7
+	VMOVUPS     Z7, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_2835
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_2834
 	JMP         epi_done_2809
 
 epi_flag_2824:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2830
+	JNZ          epi_flag_2836
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2837
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56273,7 +56422,7 @@ epi_flag_2824:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2831:
+epi_strip_2838:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56297,7 +56446,7 @@ epi_strip_2831:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2832:
+epi_row_2839:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56343,13 +56492,103 @@ epi_row_2832:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2832
+	JL          epi_row_2839
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2831
+	JL          epi_strip_2838
 	JMP         epi_done_2809
 
-epi_flag_2830:
+epi_flag_2837:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	XORQ         BX, BX
+
+epi_strip_2840:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_2841:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVUPS.Z   (DI)(BX*4), K1, Z11
+	VMULPS      Z11, Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z7
+	VMULPS      Z7, Z8, Z8
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z7
+	VMULPS      Z7, Z9, Z9
+	VMULPS      Z0, Z9, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z7
+	VMULPS      Z7, Z10, Z10
+	VMULPS      Z0, Z10, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_2841
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_2840
+	JMP         epi_done_2809
+
+epi_flag_2836:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2842
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56362,7 +56601,7 @@ epi_flag_2830:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2833:
+epi_strip_2843:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56386,7 +56625,7 @@ epi_strip_2833:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2834:
+epi_row_2844:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56436,26 +56675,119 @@ epi_row_2834:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2834
+	JL          epi_row_2844
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2833
+	JL          epi_strip_2843
+	JMP         epi_done_2809
+
+epi_flag_2842:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	XORQ         SI, SI
+
+epi_strip_2845:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z6
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_2846:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VMOVUPS.Z   (R8)(SI*4), K1, Z11
+	VMULPS      Z11, Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z7
+	VMULPS      Z7, Z8, Z8
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z7
+	VMULPS      Z7, Z9, Z9
+	VMULPS      Z0, Z9, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z7
+	VMULPS      Z7, Z10, Z10
+	VMULPS      Z0, Z10, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_2846
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_2845
 	JMP         epi_done_2809
 
 epi_flag_2811:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2835
+	JNZ   epi_flag_2847
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2836
+	JNZ   epi_flag_2848
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2837
+	JNZ   epi_flag_2849
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_2838:
+epi_strip_2850:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -56486,7 +56818,7 @@ epi_strip_2838:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2839:
+epi_row_2851:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56511,13 +56843,13 @@ epi_row_2839:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2839
+	JL          epi_row_2851
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2838
+	JL          epi_strip_2850
 	JMP         epi_done_2809
 
-epi_flag_2837:
+epi_flag_2849:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -56525,7 +56857,7 @@ epi_flag_2837:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_2840:
+epi_strip_2852:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56556,7 +56888,7 @@ epi_strip_2840:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2841:
+epi_row_2853:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56585,15 +56917,15 @@ epi_row_2841:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2841
+	JL          epi_row_2853
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2840
+	JL          epi_strip_2852
 	JMP         epi_done_2809
 
-epi_flag_2836:
+epi_flag_2848:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2842
+	JNZ          epi_flag_2854
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -56603,7 +56935,7 @@ epi_flag_2836:
 	VPBROADCASTD DX, Z2
 	XORQ         DX, DX
 
-epi_strip_2843:
+epi_strip_2855:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -56634,7 +56966,7 @@ epi_strip_2843:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2844:
+epi_row_2856:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -56675,13 +57007,13 @@ epi_row_2844:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2844
+	JL          epi_row_2856
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2843
+	JL          epi_strip_2855
 	JMP         epi_done_2809
 
-epi_flag_2842:
+epi_flag_2854:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -56692,7 +57024,7 @@ epi_flag_2842:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2845:
+epi_strip_2857:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56723,7 +57055,7 @@ epi_strip_2845:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2846:
+epi_row_2858:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -56768,17 +57100,19 @@ epi_row_2846:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2846
+	JL          epi_row_2858
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2845
+	JL          epi_strip_2857
 	JMP         epi_done_2809
 
-epi_flag_2835:
+epi_flag_2847:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2847
+	JNZ   epi_flag_2859
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_2848
+	JNZ   epi_flag_2860
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2861
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -56787,7 +57121,7 @@ epi_flag_2835:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2849:
+epi_strip_2862:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56819,7 +57153,7 @@ epi_strip_2849:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2850:
+epi_row_2863:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56853,23 +57187,106 @@ epi_row_2850:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2850
+	JL          epi_row_2863
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2849
+	JL          epi_strip_2862
 	JMP         epi_done_2809
 
-epi_flag_2848:
+epi_flag_2861:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
 	SHLQ $0x02, CX
 	MOVQ outStride+112(FP), DX
 	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	XORQ SI, SI
+	XORQ BX, BX
 
-epi_strip_2851:
+epi_strip_2864:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_2865:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VMULPS      Z12, Z8, Z8
+	VMOVUPS     Z8, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
+	VMULPS      Z8, Z11, Z11
+	VMOVUPS     Z11, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_2865
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_2864
+	JMP         epi_done_2809
+
+epi_flag_2860:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2866
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	XORQ  SI, SI
+
+epi_strip_2867:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56901,7 +57318,7 @@ epi_strip_2851:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2852:
+epi_row_2868:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56939,15 +57356,103 @@ epi_row_2852:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2852
+	JL          epi_row_2868
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2851
+	JL          epi_strip_2867
 	JMP         epi_done_2809
 
-epi_flag_2847:
+epi_flag_2866:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	XORQ SI, SI
+
+epi_strip_2869:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z0
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z6
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_2870:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VADDPS      Z1, Z8, Z8
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z2, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VADDPS      Z3, Z9, Z9
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z4, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VADDPS      Z5, Z10, Z10
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z6, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VADDPS      Z7, Z11, Z11
+	VMOVUPS.Z   (R8)(SI*4), K1, Z12
+	VMULPS      Z12, Z8, Z8
+	VMOVUPS     Z8, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z8
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     Z9, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z8
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     Z10, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z8
+	VMULPS      Z8, Z11, Z11
+	VMOVUPS     Z11, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_2870
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_2869
+	JMP         epi_done_2809
+
+epi_flag_2859:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2853
+	JNZ          epi_flag_2871
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2872
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56959,7 +57464,7 @@ epi_flag_2847:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2854:
+epi_strip_2873:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56991,7 +57496,7 @@ epi_strip_2854:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2855:
+epi_row_2874:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -57041,13 +57546,115 @@ epi_row_2855:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2855
+	JL          epi_row_2874
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2854
+	JL          epi_strip_2873
 	JMP         epi_done_2809
 
-epi_flag_2853:
+epi_flag_2872:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	XORQ         BX, BX
+
+epi_strip_2875:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_2876:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z3, Z11, Z11
+	VADDPS      Z4, Z11, Z11
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z5, Z12, Z12
+	VADDPS      Z6, Z12, Z12
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z7, Z13, Z13
+	VADDPS      Z8, Z13, Z13
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z9, Z14, Z14
+	VADDPS      Z10, Z14, Z14
+	VMOVUPS.Z   (DI)(BX*4), K1, Z15
+	VMULPS      Z15, Z11, Z11
+	VMULPS      Z0, Z11, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z11
+	VMULPS      Z11, Z12, Z12
+	VMULPS      Z0, Z12, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z11
+	VMULPS      Z11, Z13, Z13
+	VMULPS      Z0, Z13, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z11
+	VMULPS      Z11, Z14, Z14
+	VMULPS      Z0, Z14, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_2876
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_2875
+	JMP         epi_done_2809
+
+epi_flag_2871:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2877
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57060,7 +57667,7 @@ epi_flag_2853:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2856:
+epi_strip_2878:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -57092,7 +57699,7 @@ epi_strip_2856:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2857:
+epi_row_2879:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -57146,21 +57753,126 @@ epi_row_2857:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2857
+	JL          epi_row_2879
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2856
+	JL          epi_strip_2878
+	JMP         epi_done_2809
+
+epi_flag_2877:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	XORQ         SI, SI
+
+epi_strip_2880:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z3
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z8
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z9
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z10
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_2881:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z3, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VADDPS      Z4, Z11, Z11
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z5, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z6, Z12, Z12
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z7, Z13, Z13
+	VMULPS.BCST (BX)(R10*4), Z13, Z13
+	VADDPS      Z8, Z13, Z13
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z9, Z14, Z14
+	VMULPS.BCST (BX)(R10*4), Z14, Z14
+	VADDPS      Z10, Z14, Z14
+	VMOVUPS.Z   (R8)(SI*4), K1, Z15
+	VMULPS      Z15, Z11, Z11
+	VMULPS      Z0, Z11, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z11
+	VMULPS      Z11, Z12, Z12
+	VMULPS      Z0, Z12, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z11
+	VMULPS      Z11, Z13, Z13
+	VMULPS      Z0, Z13, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z11
+	VMULPS      Z11, Z14, Z14
+	VMULPS      Z0, Z14, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_2881
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_2880
 	JMP         epi_done_2809
 
 epi_flag_2810:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2858
+	JNZ          epi_flag_2882
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2859
+	JNZ          epi_flag_2883
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2860
+	JNZ          epi_flag_2884
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2861
+	JNZ          epi_flag_2885
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57170,7 +57882,7 @@ epi_flag_2810:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2862:
+epi_strip_2886:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -57209,7 +57921,7 @@ epi_strip_2862:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2863:
+epi_row_2887:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -57230,13 +57942,13 @@ epi_row_2863:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2863
+	JL        epi_row_2887
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2862
+	JL        epi_strip_2886
 	JMP       epi_done_2809
 
-epi_flag_2861:
+epi_flag_2885:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -57245,7 +57957,7 @@ epi_flag_2861:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2864:
+epi_strip_2888:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -57276,7 +57988,7 @@ epi_strip_2864:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2865:
+epi_row_2889:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -57310,15 +58022,15 @@ epi_row_2865:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2865
+	JL           epi_row_2889
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2864
+	JL           epi_strip_2888
 	JMP          epi_done_2809
 
-epi_flag_2860:
+epi_flag_2884:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2866
+	JNZ          epi_flag_2890
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57331,7 +58043,7 @@ epi_flag_2860:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2867:
+epi_strip_2891:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -57370,7 +58082,7 @@ epi_strip_2867:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2868:
+epi_row_2892:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -57407,13 +58119,13 @@ epi_row_2868:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2868
+	JL        epi_row_2892
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2867
+	JL        epi_strip_2891
 	JMP       epi_done_2809
 
-epi_flag_2866:
+epi_flag_2890:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57425,7 +58137,7 @@ epi_flag_2866:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2869:
+epi_strip_2893:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -57456,7 +58168,7 @@ epi_strip_2869:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2870:
+epi_row_2894:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -57506,17 +58218,19 @@ epi_row_2870:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2870
+	JL           epi_row_2894
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2869
+	JL           epi_strip_2893
 	JMP          epi_done_2809
 
-epi_flag_2859:
+epi_flag_2883:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2871
+	JNZ          epi_flag_2895
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2872
+	JNZ          epi_flag_2896
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2897
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57528,7 +58242,7 @@ epi_flag_2859:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2873:
+epi_strip_2898:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -57568,7 +58282,7 @@ epi_strip_2873:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2874:
+epi_row_2899:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -57598,24 +58312,114 @@ epi_row_2874:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2874
+	JL        epi_row_2899
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2873
+	JL        epi_strip_2898
 	JMP       epi_done_2809
 
-epi_flag_2872:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ resStride+88(FP), CX
-	SHLQ $0x02, CX
-	MOVQ outStride+112(FP), DX
-	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	MOVQ rowZero+48(FP), SI
-	XORQ DI, DI
+epi_flag_2897:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
 
-epi_strip_2875:
+epi_strip_2900:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_2901:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VMOVUPS.Z (DI)(BX*4), K1, Z14
+	VMULPS    Z14, Z10, Z10
+	VMOVUPS   Z10, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
+	VMULPS    Z10, Z11, Z11
+	VMOVUPS   Z11, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
+	VMULPS    Z10, Z12, Z12
+	VMOVUPS   Z12, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
+	VMULPS    Z10, Z13, Z13
+	VMOVUPS   Z13, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_2901
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_2900
+	JMP       epi_done_2809
+
+epi_flag_2896:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2902
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	XORQ  DI, DI
+
+epi_strip_2903:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -57647,7 +58451,7 @@ epi_strip_2875:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2876:
+epi_row_2904:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -57690,15 +58494,109 @@ epi_row_2876:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2876
+	JL           epi_row_2904
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2875
+	JL           epi_strip_2903
 	JMP          epi_done_2809
 
-epi_flag_2871:
+epi_flag_2902:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	XORQ DI, DI
+
+epi_strip_2905:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z1
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z3
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z8
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_2906:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z1, Z0, Z10
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z2, Z9, Z9
+	VMULPS.BCST  (BX)(R11*4), Z9, Z9
+	VPMULLD      Z3, Z0, Z11
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z4, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z5, Z0, Z12
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z6, Z11, Z11
+	VMULPS.BCST  (BX)(R11*4), Z11, Z11
+	VPMULLD      Z7, Z0, Z12
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z12, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z8, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z12
+	VMULPS       Z12, Z9, Z9
+	VMOVUPS      Z9, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z9
+	VMULPS       Z9, Z10, Z10
+	VMOVUPS      Z10, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z9
+	VMULPS       Z9, Z11, Z11
+	VMOVUPS      Z11, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z9
+	VMULPS       Z9, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_2906
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_2905
+	JMP          epi_done_2809
+
+epi_flag_2895:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2877
+	JNZ          epi_flag_2907
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2908
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57713,7 +58611,7 @@ epi_flag_2871:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2878:
+epi_strip_2909:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -57753,7 +58651,7 @@ epi_strip_2878:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2879:
+epi_row_2910:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -57799,13 +58697,122 @@ epi_row_2879:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2879
+	JL        epi_row_2910
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2878
+	JL        epi_strip_2909
 	JMP       epi_done_2809
 
-epi_flag_2877:
+epi_flag_2908:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_2911:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z6
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z4, Z7
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z8
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_2912:
+	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z6, Z13, Z13
+	VPADDD.Z  64(SI)(BX*4), Z7, K2, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z8, Z14, Z14
+	VPADDD.Z  128(SI)(BX*4), Z9, K3, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z10, Z15, Z15
+	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z12, Z16, Z16
+	VMOVUPS.Z (DI)(BX*4), K1, Z17
+	VMULPS    Z17, Z13, Z13
+	VMULPS    Z1, Z13, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z13
+	VMULPS    Z13, Z14, Z14
+	VMULPS    Z1, Z14, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z13
+	VMULPS    Z13, Z15, Z15
+	VMULPS    Z1, Z15, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z13
+	VMULPS    Z13, Z16, Z16
+	VMULPS    Z1, Z16, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_2912
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_2911
+	JMP       epi_done_2809
+
+epi_flag_2907:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2913
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57819,7 +58826,7 @@ epi_flag_2877:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2880:
+epi_strip_2914:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -57851,7 +58858,7 @@ epi_strip_2880:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2881:
+epi_row_2915:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -57910,19 +58917,130 @@ epi_row_2881:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2881
+	JL           epi_row_2915
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2880
+	JL           epi_strip_2914
 	JMP          epi_done_2809
 
-epi_flag_2858:
+epi_flag_2913:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	XORQ         DI, DI
+
+epi_strip_2916:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z5
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z11
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_2917:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z4, Z0, Z13
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z5, Z12, Z12
+	VMULPS.BCST  (BX)(R11*4), Z12, Z12
+	VPMULLD      Z6, Z0, Z14
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z7, Z13, Z13
+	VMULPS.BCST  (BX)(R11*4), Z13, Z13
+	VPMULLD      Z8, Z0, Z15
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z9, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VPMULLD      Z10, Z0, Z15
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z15, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z15
+	VMULPS       Z15, Z12, Z12
+	VMULPS       Z1, Z12, Z12
+	VMAXPS       Z2, Z12, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z3, Z12, Z12
+	VPMOVUSDB    Z12, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z12
+	VMULPS       Z12, Z13, Z13
+	VMULPS       Z1, Z13, Z12
+	VMAXPS       Z2, Z12, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z3, Z12, Z12
+	VPMOVUSDB    Z12, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z12
+	VMULPS       Z12, Z14, Z14
+	VMULPS       Z1, Z14, Z12
+	VMAXPS       Z2, Z12, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z3, Z12, Z12
+	VPMOVUSDB    Z12, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z12
+	VMULPS       Z12, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_2917
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_2916
+	JMP          epi_done_2809
+
+epi_flag_2882:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2882
+	JNZ          epi_flag_2918
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2883
+	JNZ          epi_flag_2919
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2884
+	JNZ          epi_flag_2920
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57932,7 +59050,7 @@ epi_flag_2858:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2885:
+epi_strip_2921:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -57979,7 +59097,7 @@ epi_strip_2885:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2886:
+epi_row_2922:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -58004,13 +59122,13 @@ epi_row_2886:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2886
+	JL        epi_row_2922
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2885
+	JL        epi_strip_2921
 	JMP       epi_done_2809
 
-epi_flag_2884:
+epi_flag_2920:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -58019,7 +59137,7 @@ epi_flag_2884:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2887:
+epi_strip_2923:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -58058,7 +59176,7 @@ epi_strip_2887:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2888:
+epi_row_2924:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -58096,15 +59214,15 @@ epi_row_2888:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2888
+	JL           epi_row_2924
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2887
+	JL           epi_strip_2923
 	JMP          epi_done_2809
 
-epi_flag_2883:
+epi_flag_2919:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2889
+	JNZ          epi_flag_2925
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58117,7 +59235,7 @@ epi_flag_2883:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2890:
+epi_strip_2926:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -58164,7 +59282,7 @@ epi_strip_2890:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2891:
+epi_row_2927:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -58205,13 +59323,13 @@ epi_row_2891:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2891
+	JL        epi_row_2927
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2890
+	JL        epi_strip_2926
 	JMP       epi_done_2809
 
-epi_flag_2889:
+epi_flag_2925:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58223,7 +59341,7 @@ epi_flag_2889:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2892:
+epi_strip_2928:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -58262,7 +59380,7 @@ epi_strip_2892:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2893:
+epi_row_2929:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -58316,17 +59434,19 @@ epi_row_2893:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2893
+	JL           epi_row_2929
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2892
+	JL           epi_strip_2928
 	JMP          epi_done_2809
 
-epi_flag_2882:
+epi_flag_2918:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2894
+	JNZ          epi_flag_2930
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2895
+	JNZ          epi_flag_2931
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2932
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58338,7 +59458,7 @@ epi_flag_2882:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2896:
+epi_strip_2933:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58386,7 +59506,7 @@ epi_strip_2896:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2897:
+epi_row_2934:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -58420,24 +59540,126 @@ epi_row_2897:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2897
+	JL        epi_row_2934
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2896
+	JL        epi_strip_2933
 	JMP       epi_done_2809
 
-epi_flag_2895:
-	MOVQ ldc+8(FP), AX
-	SHLQ $0x02, AX
-	MOVQ resStride+88(FP), CX
-	SHLQ $0x02, CX
-	MOVQ outStride+112(FP), DX
-	SHLQ $0x02, DX
-	MOVQ rowScale+64(FP), BX
-	MOVQ rowZero+48(FP), SI
-	XORQ DI, DI
+epi_flag_2932:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
 
-epi_strip_2898:
+epi_strip_2935:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_2936:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VMULPS    Z18, Z14, Z14
+	VMOVUPS   Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VMULPS    Z14, Z15, Z15
+	VMOVUPS   Z15, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VMULPS    Z14, Z16, Z16
+	VMOVUPS   Z16, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VMULPS    Z14, Z17, Z17
+	VMOVUPS   Z17, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_2936
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_2935
+	JMP       epi_done_2809
+
+epi_flag_2931:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2937
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outStride+112(FP), DX
+	SHLQ  $0x02, DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	XORQ  DI, DI
+
+epi_strip_2938:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58477,7 +59699,7 @@ epi_strip_2898:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2899:
+epi_row_2939:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -58524,15 +59746,121 @@ epi_row_2899:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2899
+	JL           epi_row_2939
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2898
+	JL           epi_strip_2938
 	JMP          epi_done_2809
 
-epi_flag_2894:
+epi_flag_2937:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ outStride+112(FP), DX
+	SHLQ $0x02, DX
+	MOVQ rowScale+64(FP), BX
+	MOVQ rowZero+48(FP), SI
+	XORQ DI, DI
+
+epi_strip_2940:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z1
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z2
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z8
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z11
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_2941:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z1, Z0, Z14
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z2, Z13, Z13
+	VMULPS.BCST  (BX)(R11*4), Z13, Z13
+	VADDPS       Z3, Z13, Z13
+	VPMULLD      Z4, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z5, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VADDPS       Z6, Z14, Z14
+	VPMULLD      Z7, Z0, Z16
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z8, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VADDPS       Z9, Z15, Z15
+	VPMULLD      Z10, Z0, Z16
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z11, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z12, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z16
+	VMULPS       Z16, Z13, Z13
+	VMOVUPS      Z13, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
+	VMULPS       Z13, Z14, Z14
+	VMOVUPS      Z14, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
+	VMULPS       Z13, Z15, Z15
+	VMOVUPS      Z15, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
+	VMULPS       Z13, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_2941
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_2940
+	JMP          epi_done_2809
+
+epi_flag_2930:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2900
+	JNZ          epi_flag_2942
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2943
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58547,7 +59875,7 @@ epi_flag_2894:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2901:
+epi_strip_2944:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58595,7 +59923,7 @@ epi_strip_2901:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2902:
+epi_row_2945:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -58645,13 +59973,134 @@ epi_row_2902:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2902
+	JL        epi_row_2945
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2901
+	JL        epi_strip_2944
 	JMP       epi_done_2809
 
-epi_flag_2900:
+epi_flag_2943:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_2946:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z6
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z13
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z14
+	VPMULLD     Z14, Z0, Z14
+	VPSUBD      Z14, Z4, Z14
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z15
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z16
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_2947:
+	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z6, Z17, Z17
+	VADDPS    Z7, Z17, Z17
+	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z9, Z18, Z18
+	VADDPS    Z10, Z18, Z18
+	VPADDD.Z  128(SI)(BX*4), Z11, K3, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z12, Z19, Z19
+	VADDPS    Z13, Z19, Z19
+	VPADDD.Z  192(SI)(BX*4), Z14, K4, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z15, Z20, Z20
+	VADDPS    Z16, Z20, Z20
+	VMOVUPS.Z (DI)(BX*4), K1, Z21
+	VMULPS    Z21, Z17, Z17
+	VMULPS    Z1, Z17, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z17
+	VMULPS    Z17, Z18, Z18
+	VMULPS    Z1, Z18, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z17
+	VMULPS    Z17, Z19, Z19
+	VMULPS    Z1, Z19, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z17
+	VMULPS    Z17, Z20, Z20
+	VMULPS    Z1, Z20, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_2947
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_2946
+	JMP       epi_done_2809
+
+epi_flag_2942:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2948
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58665,7 +60114,7 @@ epi_flag_2900:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2903:
+epi_strip_2949:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58705,7 +60154,7 @@ epi_strip_2903:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2904:
+epi_row_2950:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -58768,23 +60217,146 @@ epi_row_2904:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2904
+	JL           epi_row_2950
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2903
+	JL           epi_strip_2949
+	JMP          epi_done_2809
+
+epi_flag_2948:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	XORQ         DI, DI
+
+epi_strip_2951:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z5
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z8
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z11
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z12
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z13
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z14
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z15
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_2952:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z4, Z0, Z17
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z5, Z16, Z16
+	VMULPS.BCST  (BX)(R11*4), Z16, Z16
+	VADDPS       Z6, Z16, Z16
+	VPMULLD      Z7, Z0, Z18
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z17
+	VPSUBD       Z18, Z17, Z17
+	VCVTDQ2PS    Z17, Z17
+	VMULPS       Z8, Z17, Z17
+	VMULPS.BCST  (BX)(R11*4), Z17, Z17
+	VADDPS       Z9, Z17, Z17
+	VPMULLD      Z10, Z0, Z19
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z11, Z18, Z18
+	VMULPS.BCST  (BX)(R11*4), Z18, Z18
+	VADDPS       Z12, Z18, Z18
+	VPMULLD      Z13, Z0, Z19
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z19, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z14, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z15, Z0, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z19
+	VMULPS       Z19, Z16, Z16
+	VMULPS       Z1, Z16, Z16
+	VMAXPS       Z2, Z16, Z16
+	VCVTPS2DQ    Z16, Z16
+	VPADDD       Z3, Z16, Z16
+	VPMOVUSDB    Z16, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z16
+	VMULPS       Z16, Z17, Z17
+	VMULPS       Z1, Z17, Z16
+	VMAXPS       Z2, Z16, Z16
+	VCVTPS2DQ    Z16, Z16
+	VPADDD       Z3, Z16, Z16
+	VPMOVUSDB    Z16, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z16
+	VMULPS       Z16, Z18, Z18
+	VMULPS       Z1, Z18, Z16
+	VMAXPS       Z2, Z16, Z16
+	VCVTPS2DQ    Z16, Z16
+	VPADDD       Z3, Z16, Z16
+	VPMOVUSDB    Z16, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z16
+	VMULPS       Z16, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_2952
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_2951
 	JMP          epi_done_2809
 
 epi_gelu_2805:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_2905
+	JNZ     epi_flag_2953
 	TESTQ   $0x00000002, AX
-	JNZ     epi_flag_2906
+	JNZ     epi_flag_2954
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_2907
+	JNZ     epi_flag_2955
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2908
+	JNZ     epi_flag_2956
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2909
+	JNZ     epi_flag_2957
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -58804,7 +60376,7 @@ epi_gelu_2805:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2910:
+epi_strip_2958:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -58821,7 +60393,7 @@ epi_strip_2910:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2911:
+epi_row_2959:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -58868,13 +60440,13 @@ epi_row_2911:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2911
+	JL            epi_row_2959
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2910
+	JL            epi_strip_2958
 	JMP           epi_done_2809
 
-epi_flag_2909:
+epi_flag_2957:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -58895,7 +60467,7 @@ epi_flag_2909:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2912:
+epi_strip_2960:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -58912,7 +60484,7 @@ epi_strip_2912:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2913:
+epi_row_2961:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -58961,15 +60533,15 @@ epi_row_2913:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2913
+	JL            epi_row_2961
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2912
+	JL            epi_strip_2960
 	JMP           epi_done_2809
 
-epi_flag_2908:
+epi_flag_2956:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2914
+	JNZ          epi_flag_2962
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58992,7 +60564,7 @@ epi_flag_2908:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2915:
+epi_strip_2963:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -59009,7 +60581,7 @@ epi_strip_2915:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2916:
+epi_row_2964:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -59064,13 +60636,13 @@ epi_row_2916:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2916
+	JL            epi_row_2964
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2915
+	JL            epi_strip_2963
 	JMP           epi_done_2809
 
-epi_flag_2914:
+epi_flag_2962:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59094,7 +60666,7 @@ epi_flag_2914:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2917:
+epi_strip_2965:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59111,7 +60683,7 @@ epi_strip_2917:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2918:
+epi_row_2966:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -59168,17 +60740,19 @@ epi_row_2918:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2918
+	JL            epi_row_2966
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2917
+	JL            epi_strip_2965
 	JMP           epi_done_2809
 
-epi_flag_2907:
+epi_flag_2955:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2919
+	JNZ     epi_flag_2967
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2920
+	JNZ     epi_flag_2968
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_2969
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -59200,7 +60774,7 @@ epi_flag_2907:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2921:
+epi_strip_2970:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59218,7 +60792,7 @@ epi_strip_2921:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2922:
+epi_row_2971:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -59270,13 +60844,113 @@ epi_row_2922:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2922
+	JL            epi_row_2971
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2921
+	JL            epi_strip_2970
 	JMP           epi_done_2809
 
-epi_flag_2920:
+epi_flag_2969:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	VPXORD  Z0, Z0, Z0
+	LEAQ    epilogueGelu<>+0(SB), BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
+	XORQ    BX, BX
+
+epi_strip_2972:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_2973:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
+	VCVTDQ2PS     Z9, Z9
+	VMULPS        Z7, Z9, Z9
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VCVTPS2DQ     Z11, Z13
+	VCVTPS2DQ     Z12, Z14
+	VREDUCEPS     $0x00, Z11, Z11
+	VREDUCEPS     $0x00, Z12, Z12
+	VPERMPS       Z6, Z13, Z15
+	VPERMPS       Z6, Z14, Z16
+	VPERMPS       Z5, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z4, Z13, Z17
+	VPERMPS       Z4, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z3, Z13, Z17
+	VPERMPS       Z3, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z2, Z13, Z17
+	VPERMPS       Z2, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z1, Z13, Z13
+	VPERMPS       Z1, Z14, Z14
+	VFMADD213PS   Z13, Z11, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VMAXPS        Z9, Z0, Z9
+	VMAXPS        Z10, Z0, Z10
+	VADDPS        Z15, Z9, Z9
+	VADDPS        Z16, Z10, Z10
+	VMOVUPS.Z     (DI)(BX*4), K1, Z11
+	VMULPS        Z11, Z9, Z9
+	VMOVUPS       Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z9
+	VMULPS        Z9, Z10, Z10
+	VMOVUPS       Z10, K2, 64(R8)(BX*4)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_2973
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_2972
+	JMP           epi_done_2809
+
+epi_flag_2968:
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_2974
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -59299,7 +60973,7 @@ epi_flag_2920:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2923:
+epi_strip_2975:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -59317,7 +60991,7 @@ epi_strip_2923:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2924:
+epi_row_2976:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -59371,15 +61045,118 @@ epi_row_2924:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2924
+	JL            epi_row_2976
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2923
+	JL            epi_strip_2975
 	JMP           epi_done_2809
 
-epi_flag_2919:
+epi_flag_2974:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
+	VPXORD  Z0, Z0, Z0
+	LEAQ    epilogueGelu<>+0(SB), SI
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	CMPQ    DI, $0x00000003
+	CMOVQEQ R8, SI
+	VMOVUPS (SI), Z1
+	VMOVUPS 64(SI), Z2
+	VMOVUPS 128(SI), Z3
+	VMOVUPS 192(SI), Z4
+	VMOVUPS 256(SI), Z5
+	VMOVUPS 320(SI), Z6
+	XORQ    SI, SI
+
+epi_strip_2977:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z7
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_2978:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z9
+	VCVTDQ2PS     Z9, Z9
+	VMULPS        Z7, Z9, Z9
+	VMULPS.BCST   (BX)(R10*4), Z9, Z9
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMULPS.BCST   (BX)(R10*4), Z10, Z10
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VCVTPS2DQ     Z11, Z13
+	VCVTPS2DQ     Z12, Z14
+	VREDUCEPS     $0x00, Z11, Z11
+	VREDUCEPS     $0x00, Z12, Z12
+	VPERMPS       Z6, Z13, Z15
+	VPERMPS       Z6, Z14, Z16
+	VPERMPS       Z5, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z4, Z13, Z17
+	VPERMPS       Z4, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z3, Z13, Z17
+	VPERMPS       Z3, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z2, Z13, Z17
+	VPERMPS       Z2, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z1, Z13, Z13
+	VPERMPS       Z1, Z14, Z14
+	VFMADD213PS   Z13, Z11, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VMAXPS        Z9, Z0, Z9
+	VMAXPS        Z10, Z0, Z10
+	VADDPS        Z15, Z9, Z9
+	VADDPS        Z16, Z10, Z10
+	VMOVUPS.Z     (R8)(SI*4), K1, Z11
+	VMULPS        Z11, Z9, Z9
+	VMOVUPS       Z9, K1, (R9)(SI*4)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z9
+	VMULPS        Z9, Z10, Z10
+	VMOVUPS       Z10, K2, 64(R9)(SI*4)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_2978
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_2977
+	JMP           epi_done_2809
+
+epi_flag_2967:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2925
+	JNZ          epi_flag_2979
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2980
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59404,7 +61181,7 @@ epi_flag_2919:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2926:
+epi_strip_2981:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59422,7 +61199,7 @@ epi_strip_2926:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2927:
+epi_row_2982:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -59482,13 +61259,124 @@ epi_row_2927:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2927
+	JL            epi_row_2982
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2926
+	JL            epi_strip_2981
 	JMP           epi_done_2809
 
-epi_flag_2925:
+epi_flag_2980:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	VMOVUPS      256(BX), Z8
+	VMOVUPS      320(BX), Z9
+	XORQ         BX, BX
+
+epi_strip_2983:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z10
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_2984:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z10, Z12, Z12
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z9, Z16, Z18
+	VPERMPS       Z9, Z17, Z19
+	VPERMPS       Z8, Z16, Z20
+	VPERMPS       Z8, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z7, Z16, Z20
+	VPERMPS       Z7, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (DI)(BX*4), K1, Z14
+	VMULPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
+	VMULPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_2984
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_2983
+	JMP           epi_done_2809
+
+epi_flag_2979:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2985
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59514,7 +61402,7 @@ epi_flag_2925:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2928:
+epi_strip_2986:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -59532,7 +61420,7 @@ epi_strip_2928:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2929:
+epi_row_2987:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -59594,19 +61482,131 @@ epi_row_2929:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2929
+	JL            epi_row_2987
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2928
+	JL            epi_strip_2986
 	JMP           epi_done_2809
 
-epi_flag_2906:
+epi_flag_2985:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+0(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	VMOVUPS      256(SI), Z8
+	VMOVUPS      320(SI), Z9
+	XORQ         SI, SI
+
+epi_strip_2988:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z10
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z11
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_2989:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z10, Z12, Z12
+	VMULPS.BCST   (BX)(R10*4), Z12, Z12
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z11, Z13, Z13
+	VMULPS.BCST   (BX)(R10*4), Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z9, Z16, Z18
+	VPERMPS       Z9, Z17, Z19
+	VPERMPS       Z8, Z16, Z20
+	VPERMPS       Z8, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z7, Z16, Z20
+	VPERMPS       Z7, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (R8)(SI*4), K1, Z14
+	VMULPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R9)(SI*1)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z12
+	VMULPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R9)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_2989
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_2988
+	JMP           epi_done_2809
+
+epi_flag_2954:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_2930
+	JNZ     epi_flag_2990
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2931
+	JNZ     epi_flag_2991
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2932
+	JNZ     epi_flag_2992
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -59626,7 +61626,7 @@ epi_flag_2906:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2933:
+epi_strip_2993:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -59647,7 +61647,7 @@ epi_strip_2933:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2934:
+epi_row_2994:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -59696,13 +61696,13 @@ epi_row_2934:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2934
+	JL            epi_row_2994
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2933
+	JL            epi_strip_2993
 	JMP           epi_done_2809
 
-epi_flag_2932:
+epi_flag_2992:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -59723,7 +61723,7 @@ epi_flag_2932:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2935:
+epi_strip_2995:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59744,7 +61744,7 @@ epi_strip_2935:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2936:
+epi_row_2996:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -59795,15 +61795,15 @@ epi_row_2936:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2936
+	JL            epi_row_2996
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2935
+	JL            epi_strip_2995
 	JMP           epi_done_2809
 
-epi_flag_2931:
+epi_flag_2991:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2937
+	JNZ          epi_flag_2997
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59826,7 +61826,7 @@ epi_flag_2931:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2938:
+epi_strip_2998:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -59847,7 +61847,7 @@ epi_strip_2938:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2939:
+epi_row_2999:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -59904,13 +61904,13 @@ epi_row_2939:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2939
+	JL            epi_row_2999
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2938
+	JL            epi_strip_2998
 	JMP           epi_done_2809
 
-epi_flag_2937:
+epi_flag_2997:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59934,7 +61934,7 @@ epi_flag_2937:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2940:
+epi_strip_3000:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -59955,7 +61955,7 @@ epi_strip_2940:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2941:
+epi_row_3001:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -60014,17 +62014,19 @@ epi_row_2941:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2941
+	JL            epi_row_3001
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2940
+	JL            epi_strip_3000
 	JMP           epi_done_2809
 
-epi_flag_2930:
+epi_flag_2990:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2942
+	JNZ     epi_flag_3002
 	TESTQ   $0x00000010, AX
-	JNZ     epi_flag_2943
+	JNZ     epi_flag_3003
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_3004
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -60046,7 +62048,7 @@ epi_flag_2930:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2944:
+epi_strip_3005:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -60068,7 +62070,7 @@ epi_strip_2944:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2945:
+epi_row_3006:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -60122,13 +62124,119 @@ epi_row_2945:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2945
+	JL            epi_row_3006
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2944
+	JL            epi_strip_3005
 	JMP           epi_done_2809
 
-epi_flag_2943:
+epi_flag_3004:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	VPXORD  Z0, Z0, Z0
+	LEAQ    epilogueGelu<>+0(SB), BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
+	XORQ    BX, BX
+
+epi_strip_3007:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3008:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z7, Z11, Z11
+	VADDPS        Z8, Z11, Z11
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z9, Z12, Z12
+	VADDPS        Z10, Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VCVTPS2DQ     Z13, Z15
+	VCVTPS2DQ     Z14, Z16
+	VREDUCEPS     $0x00, Z13, Z13
+	VREDUCEPS     $0x00, Z14, Z14
+	VPERMPS       Z6, Z15, Z17
+	VPERMPS       Z6, Z16, Z18
+	VPERMPS       Z5, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z4, Z15, Z19
+	VPERMPS       Z4, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z3, Z15, Z19
+	VPERMPS       Z3, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z2, Z15, Z19
+	VPERMPS       Z2, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z1, Z15, Z15
+	VPERMPS       Z1, Z16, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VMAXPS        Z11, Z0, Z11
+	VMAXPS        Z12, Z0, Z12
+	VADDPS        Z17, Z11, Z11
+	VADDPS        Z18, Z12, Z12
+	VMOVUPS.Z     (DI)(BX*4), K1, Z13
+	VMULPS        Z13, Z11, Z11
+	VMOVUPS       Z11, K1, (R8)(BX*4)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z11
+	VMULPS        Z11, Z12, Z12
+	VMOVUPS       Z12, K2, 64(R8)(BX*4)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3008
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3007
+	JMP           epi_done_2809
+
+epi_flag_3003:
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_3009
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -60151,7 +62259,7 @@ epi_flag_2943:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2946:
+epi_strip_3010:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -60173,7 +62281,7 @@ epi_strip_2946:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2947:
+epi_row_3011:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -60229,15 +62337,124 @@ epi_row_2947:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2947
+	JL            epi_row_3011
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2946
+	JL            epi_strip_3010
 	JMP           epi_done_2809
 
-epi_flag_2942:
+epi_flag_3009:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
+	VPXORD  Z0, Z0, Z0
+	LEAQ    epilogueGelu<>+0(SB), SI
+	MOVQ    flags+136(FP), DI
+	SHRQ    $0x08, DI
+	LEAQ    epilogueGelu<>+384(SB), R8
+	CMPQ    DI, $0x00000003
+	CMOVQEQ R8, SI
+	VMOVUPS (SI), Z1
+	VMOVUPS 64(SI), Z2
+	VMOVUPS 128(SI), Z3
+	VMOVUPS 192(SI), Z4
+	VMOVUPS 256(SI), Z5
+	VMOVUPS 320(SI), Z6
+	XORQ    SI, SI
+
+epi_strip_3012:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z8
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z9
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z10
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_3013:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z7, Z11, Z11
+	VMULPS.BCST   (BX)(R10*4), Z11, Z11
+	VADDPS        Z8, Z11, Z11
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z9, Z12, Z12
+	VMULPS.BCST   (BX)(R10*4), Z12, Z12
+	VADDPS        Z10, Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VCVTPS2DQ     Z13, Z15
+	VCVTPS2DQ     Z14, Z16
+	VREDUCEPS     $0x00, Z13, Z13
+	VREDUCEPS     $0x00, Z14, Z14
+	VPERMPS       Z6, Z15, Z17
+	VPERMPS       Z6, Z16, Z18
+	VPERMPS       Z5, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z4, Z15, Z19
+	VPERMPS       Z4, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z3, Z15, Z19
+	VPERMPS       Z3, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z2, Z15, Z19
+	VPERMPS       Z2, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z1, Z15, Z15
+	VPERMPS       Z1, Z16, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VMAXPS        Z11, Z0, Z11
+	VMAXPS        Z12, Z0, Z12
+	VADDPS        Z17, Z11, Z11
+	VADDPS        Z18, Z12, Z12
+	VMOVUPS.Z     (R8)(SI*4), K1, Z13
+	VMULPS        Z13, Z11, Z11
+	VMOVUPS       Z11, K1, (R9)(SI*4)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z11
+	VMULPS        Z11, Z12, Z12
+	VMOVUPS       Z12, K2, 64(R9)(SI*4)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_3013
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_3012
+	JMP           epi_done_2809
+
+epi_flag_3002:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2948
+	JNZ          epi_flag_3014
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3015
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60262,7 +62479,7 @@ epi_flag_2942:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2949:
+epi_strip_3016:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -60284,7 +62501,7 @@ epi_strip_2949:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2950:
+epi_row_3017:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -60346,13 +62563,130 @@ epi_row_2950:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2950
+	JL            epi_row_3017
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2949
+	JL            epi_strip_3016
 	JMP           epi_done_2809
 
-epi_flag_2948:
+epi_flag_3015:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	VMOVUPS      256(BX), Z8
+	VMOVUPS      320(BX), Z9
+	XORQ         BX, BX
+
+epi_strip_3018:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z11
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z12
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z13
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3019:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z10, Z14, Z14
+	VADDPS        Z11, Z14, Z14
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z12, Z15, Z15
+	VADDPS        Z13, Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z9, Z18, Z20
+	VPERMPS       Z9, Z19, Z21
+	VPERMPS       Z8, Z18, Z22
+	VPERMPS       Z8, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z7, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z22
+	VPERMPS       Z5, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z4, Z18, Z18
+	VPERMPS       Z4, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z14, Z3, Z14
+	VMAXPS        Z15, Z3, Z15
+	VADDPS        Z20, Z14, Z14
+	VADDPS        Z21, Z15, Z15
+	VMOVUPS.Z     (DI)(BX*4), K1, Z16
+	VMULPS        Z16, Z14, Z14
+	VMULPS        Z0, Z14, Z14
+	VMAXPS        Z1, Z14, Z14
+	VCVTPS2DQ     Z14, Z14
+	VPADDD        Z2, Z14, Z14
+	VPMOVUSDB     Z14, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z14
+	VMULPS        Z14, Z15, Z15
+	VMULPS        Z0, Z15, Z14
+	VMAXPS        Z1, Z14, Z14
+	VCVTPS2DQ     Z14, Z14
+	VPADDD        Z2, Z14, Z14
+	VPMOVUSDB     Z14, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3019
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3018
+	JMP           epi_done_2809
+
+epi_flag_3014:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3020
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60378,7 +62712,7 @@ epi_flag_2948:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2951:
+epi_strip_3021:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -60400,7 +62734,7 @@ epi_strip_2951:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2952:
+epi_row_3022:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -60464,21 +62798,139 @@ epi_row_2952:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2952
+	JL            epi_row_3022
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2951
+	JL            epi_strip_3021
 	JMP           epi_done_2809
 
-epi_flag_2905:
+epi_flag_3020:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+0(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+384(SB), R8
+	CMPQ         DI, $0x00000003
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	VMOVUPS      256(SI), Z8
+	VMOVUPS      320(SI), Z9
+	XORQ         SI, SI
+
+epi_strip_3023:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z10
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z11
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z12
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z13
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3024:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z10, Z14, Z14
+	VMULPS.BCST   (BX)(R10*4), Z14, Z14
+	VADDPS        Z11, Z14, Z14
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z12, Z15, Z15
+	VMULPS.BCST   (BX)(R10*4), Z15, Z15
+	VADDPS        Z13, Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z9, Z18, Z20
+	VPERMPS       Z9, Z19, Z21
+	VPERMPS       Z8, Z18, Z22
+	VPERMPS       Z8, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z7, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z22
+	VPERMPS       Z5, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z4, Z18, Z18
+	VPERMPS       Z4, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z14, Z3, Z14
+	VMAXPS        Z15, Z3, Z15
+	VADDPS        Z20, Z14, Z14
+	VADDPS        Z21, Z15, Z15
+	VMOVUPS.Z     (R8)(SI*4), K1, Z16
+	VMULPS        Z16, Z14, Z14
+	VMULPS        Z0, Z14, Z14
+	VMAXPS        Z1, Z14, Z14
+	VCVTPS2DQ     Z14, Z14
+	VPADDD        Z2, Z14, Z14
+	VPMOVUSDB     Z14, K1, (R9)(SI*1)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z14
+	VMULPS        Z14, Z15, Z15
+	VMULPS        Z0, Z15, Z14
+	VMAXPS        Z1, Z14, Z14
+	VCVTPS2DQ     Z14, Z14
+	VPADDD        Z2, Z14, Z14
+	VPMOVUSDB     Z14, K2, 16(R9)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_3024
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_3023
+	JMP           epi_done_2809
+
+epi_flag_2953:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2953
+	JNZ          epi_flag_3025
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2954
+	JNZ          epi_flag_3026
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2955
+	JNZ          epi_flag_3027
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2956
+	JNZ          epi_flag_3028
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60500,7 +62952,7 @@ epi_flag_2905:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_2957:
+epi_strip_3029:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -60525,7 +62977,7 @@ epi_strip_2957:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2958:
+epi_row_3030:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
@@ -60572,13 +63024,13 @@ epi_row_2958:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2958
+	JL            epi_row_3030
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2957
+	JL            epi_strip_3029
 	JMP           epi_done_2809
 
-epi_flag_2956:
+epi_flag_3028:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -60600,7 +63052,7 @@ epi_flag_2956:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_2959:
+epi_strip_3031:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -60621,7 +63073,7 @@ epi_strip_2959:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2960:
+epi_row_3032:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
@@ -60675,15 +63127,15 @@ epi_row_2960:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2960
+	JL            epi_row_3032
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2959
+	JL            epi_strip_3031
 	JMP           epi_done_2809
 
-epi_flag_2955:
+epi_flag_3027:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2961
+	JNZ          epi_flag_3033
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60708,7 +63160,7 @@ epi_flag_2955:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_2962:
+epi_strip_3034:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -60733,7 +63185,7 @@ epi_strip_2962:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2963:
+epi_row_3035:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
@@ -60788,13 +63240,13 @@ epi_row_2963:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2963
+	JL            epi_row_3035
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2962
+	JL            epi_strip_3034
 	JMP           epi_done_2809
 
-epi_flag_2961:
+epi_flag_3033:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60819,7 +63271,7 @@ epi_flag_2961:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_2964:
+epi_strip_3036:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -60840,7 +63292,7 @@ epi_strip_2964:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2965:
+epi_row_3037:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z15
@@ -60902,17 +63354,19 @@ epi_row_2965:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2965
+	JL            epi_row_3037
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2964
+	JL            epi_strip_3036
 	JMP           epi_done_2809
 
-epi_flag_2954:
+epi_flag_3026:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2966
+	JNZ          epi_flag_3038
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2967
+	JNZ          epi_flag_3039
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3040
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60936,7 +63390,7 @@ epi_flag_2954:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_2968:
+epi_strip_3041:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -60962,7 +63416,7 @@ epi_strip_2968:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2969:
+epi_row_3042:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
@@ -61014,13 +63468,123 @@ epi_row_2969:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2969
+	JL            epi_row_3042
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2968
+	JL            epi_strip_3041
 	JMP           epi_done_2809
 
-epi_flag_2967:
+epi_flag_3040:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z2
+	VMOVUPS      64(BX), Z3
+	VMOVUPS      128(BX), Z4
+	VMOVUPS      192(BX), Z5
+	VMOVUPS      256(BX), Z6
+	VMOVUPS      320(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3043:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z9
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VPMULLD     Z10, Z0, Z10
+	VPSUBD      Z10, Z1, Z10
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3044:
+	VPADDD.Z      (SI)(BX*4), Z8, K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z9, Z12, Z12
+	VPADDD.Z      64(SI)(BX*4), Z10, K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z20
+	VPERMPS       Z4, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z3, Z16, Z20
+	VPERMPS       Z3, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z2, Z16, Z16
+	VPERMPS       Z2, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z1, Z12
+	VMAXPS        Z13, Z1, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (DI)(BX*4), K1, Z14
+	VMULPS        Z14, Z12, Z12
+	VMOVUPS       Z12, K1, (R8)(BX*4)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
+	VMULPS        Z12, Z13, Z13
+	VMOVUPS       Z13, K2, 64(R8)(BX*4)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3044
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3043
+	JMP           epi_done_2809
+
+epi_flag_3039:
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_3045
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -61044,7 +63608,7 @@ epi_flag_2967:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_2970:
+epi_strip_3046:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -61066,7 +63630,7 @@ epi_strip_2970:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2971:
+epi_row_3047:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z12
@@ -61125,15 +63689,128 @@ epi_row_2971:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2971
+	JL            epi_row_3047
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2970
+	JL            epi_strip_3046
 	JMP           epi_done_2809
 
-epi_flag_2966:
+epi_flag_3045:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
+	MOVQ    rowZero+48(FP), SI
+	VPXORD  Z1, Z1, Z1
+	LEAQ    epilogueGelu<>+0(SB), DI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	LEAQ    epilogueGelu<>+384(SB), R9
+	CMPQ    R8, $0x00000003
+	CMOVQEQ R9, DI
+	VMOVUPS (DI), Z2
+	VMOVUPS 64(DI), Z3
+	VMOVUPS 128(DI), Z4
+	VMOVUPS 192(DI), Z5
+	VMOVUPS 256(DI), Z6
+	VMOVUPS 320(DI), Z7
+	XORQ    DI, DI
+
+epi_strip_3048:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z9
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z10
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z11
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3049:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z8, Z0, Z13
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z12
+	VPSUBD        Z13, Z12, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z9, Z12, Z12
+	VMULPS.BCST   (BX)(R11*4), Z12, Z12
+	VPMULLD       Z10, Z0, Z13
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z13, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z11, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VCVTPS2DQ     Z13, Z15
+	VCVTPS2DQ     Z14, Z16
+	VREDUCEPS     $0x00, Z13, Z13
+	VREDUCEPS     $0x00, Z14, Z14
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z6, Z15, Z19
+	VPERMPS       Z6, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z4, Z15, Z19
+	VPERMPS       Z4, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z3, Z15, Z19
+	VPERMPS       Z3, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z2, Z15, Z15
+	VPERMPS       Z2, Z16, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VMAXPS        Z12, Z1, Z12
+	VMAXPS        Z0, Z1, Z0
+	VADDPS        Z17, Z12, Z12
+	VADDPS        Z18, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z13
+	VMULPS        Z13, Z12, Z12
+	VMOVUPS       Z12, K1, (R10)(DI*4)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z12
+	VMULPS        Z12, Z0, Z0
+	VMOVUPS       Z0, K2, 64(R10)(DI*4)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3049
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3048
+	JMP           epi_done_2809
+
+epi_flag_3038:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2972
+	JNZ          epi_flag_3050
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3051
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61160,7 +63837,7 @@ epi_flag_2966:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_2973:
+epi_strip_3052:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -61186,7 +63863,7 @@ epi_strip_2973:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2974:
+epi_row_3053:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
@@ -61246,13 +63923,134 @@ epi_row_2974:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2974
+	JL            epi_row_3053
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2973
+	JL            epi_strip_3052
 	JMP           epi_done_2809
 
-epi_flag_2972:
+epi_flag_3051:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	VMOVUPS      256(BX), Z9
+	VMOVUPS      320(BX), Z10
+	XORQ         BX, BX
+
+epi_strip_3054:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z12
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
+	VPMULLD     Z13, Z0, Z13
+	VPSUBD      Z13, Z4, Z13
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z14
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3055:
+	VPADDD.Z      (SI)(BX*4), Z11, K1, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z12, Z15, Z15
+	VPADDD.Z      64(SI)(BX*4), Z13, K2, Z16
+	VCVTDQ2PS     Z16, Z16
+	VMULPS        Z14, Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
+	VCVTPS2DQ     Z17, Z19
+	VCVTPS2DQ     Z18, Z20
+	VREDUCEPS     $0x00, Z17, Z17
+	VREDUCEPS     $0x00, Z18, Z18
+	VPERMPS       Z10, Z19, Z21
+	VPERMPS       Z10, Z20, Z22
+	VPERMPS       Z9, Z19, Z23
+	VPERMPS       Z9, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z8, Z19, Z23
+	VPERMPS       Z8, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VPERMPS       Z7, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VPERMPS       Z6, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z5, Z19, Z19
+	VPERMPS       Z5, Z20, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VFMADD213PS   Z20, Z18, Z22
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z16, Z4, Z16
+	VADDPS        Z21, Z15, Z15
+	VADDPS        Z22, Z16, Z16
+	VMOVUPS.Z     (DI)(BX*4), K1, Z17
+	VMULPS        Z17, Z15, Z15
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z15
+	VMULPS        Z15, Z16, Z16
+	VMULPS        Z1, Z16, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3055
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3054
+	JMP           epi_done_2809
+
+epi_flag_3050:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3056
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61279,7 +64077,7 @@ epi_flag_2972:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_2975:
+epi_strip_3057:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -61301,7 +64099,7 @@ epi_strip_2975:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2976:
+epi_row_3058:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -61368,19 +64166,141 @@ epi_row_2976:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2976
+	JL            epi_row_3058
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2975
+	JL            epi_strip_3057
 	JMP           epi_done_2809
 
-epi_flag_2953:
+epi_flag_3056:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+0(SB), DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+384(SB), R9
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      R9, DI
+	VMOVUPS      (DI), Z5
+	VMOVUPS      64(DI), Z6
+	VMOVUPS      128(DI), Z7
+	VMOVUPS      192(DI), Z8
+	VMOVUPS      256(DI), Z9
+	VMOVUPS      320(DI), Z10
+	XORQ         DI, DI
+
+epi_strip_3059:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z12
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z13
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z14
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3060:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z11, Z0, Z16
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
+	VPSUBD        Z16, Z15, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z12, Z15, Z15
+	VMULPS.BCST   (BX)(R11*4), Z15, Z15
+	VPMULLD       Z13, Z0, Z16
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z16, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z14, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z10, Z18, Z20
+	VPERMPS       Z10, Z19, Z21
+	VPERMPS       Z9, Z18, Z22
+	VPERMPS       Z9, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z8, Z18, Z22
+	VPERMPS       Z8, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z7, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z18
+	VPERMPS       Z5, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z20, Z15, Z15
+	VADDPS        Z21, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z16
+	VMULPS        Z16, Z15, Z15
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (R10)(DI*1)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z15
+	VMULPS        Z15, Z0, Z0
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R10)(DI*1)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3060
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3059
+	JMP           epi_done_2809
+
+epi_flag_3025:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2977
+	JNZ          epi_flag_3061
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2978
+	JNZ          epi_flag_3062
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2979
+	JNZ          epi_flag_3063
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61402,7 +64322,7 @@ epi_flag_2953:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_2980:
+epi_strip_3064:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -61431,7 +64351,7 @@ epi_strip_2980:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2981:
+epi_row_3065:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -61480,13 +64400,13 @@ epi_row_2981:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2981
+	JL            epi_row_3065
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2980
+	JL            epi_strip_3064
 	JMP           epi_done_2809
 
-epi_flag_2979:
+epi_flag_3063:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -61508,7 +64428,7 @@ epi_flag_2979:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_2982:
+epi_strip_3066:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -61533,7 +64453,7 @@ epi_strip_2982:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2983:
+epi_row_3067:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
@@ -61589,15 +64509,15 @@ epi_row_2983:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2983
+	JL            epi_row_3067
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2982
+	JL            epi_strip_3066
 	JMP           epi_done_2809
 
-epi_flag_2978:
+epi_flag_3062:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2984
+	JNZ          epi_flag_3068
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61622,7 +64542,7 @@ epi_flag_2978:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_2985:
+epi_strip_3069:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -61651,7 +64571,7 @@ epi_strip_2985:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2986:
+epi_row_3070:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -61708,13 +64628,13 @@ epi_row_2986:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2986
+	JL            epi_row_3070
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2985
+	JL            epi_strip_3069
 	JMP           epi_done_2809
 
-epi_flag_2984:
+epi_flag_3068:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61739,7 +64659,7 @@ epi_flag_2984:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_2987:
+epi_strip_3071:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -61764,7 +64684,7 @@ epi_strip_2987:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2988:
+epi_row_3072:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z17
@@ -61828,17 +64748,19 @@ epi_row_2988:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2988
+	JL            epi_row_3072
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2987
+	JL            epi_strip_3071
 	JMP           epi_done_2809
 
-epi_flag_2977:
+epi_flag_3061:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2989
+	JNZ          epi_flag_3073
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2990
+	JNZ          epi_flag_3074
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3075
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61862,7 +64784,7 @@ epi_flag_2977:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_2991:
+epi_strip_3076:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -61892,7 +64814,7 @@ epi_strip_2991:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2992:
+epi_row_3077:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -61946,13 +64868,129 @@ epi_row_2992:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2992
+	JL            epi_row_3077
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2991
+	JL            epi_strip_3076
 	JMP           epi_done_2809
 
-epi_flag_2990:
+epi_flag_3075:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z2
+	VMOVUPS      64(BX), Z3
+	VMOVUPS      128(BX), Z4
+	VMOVUPS      192(BX), Z5
+	VMOVUPS      256(BX), Z6
+	VMOVUPS      320(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3078:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3079:
+	VPADDD.Z      (SI)(BX*4), Z8, K1, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z9, Z14, Z14
+	VADDPS        Z10, Z14, Z14
+	VPADDD.Z      64(SI)(BX*4), Z11, K2, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z12, Z15, Z15
+	VADDPS        Z13, Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z7, Z18, Z20
+	VPERMPS       Z7, Z19, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z22
+	VPERMPS       Z5, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z4, Z18, Z22
+	VPERMPS       Z4, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z3, Z18, Z22
+	VPERMPS       Z3, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z2, Z18, Z18
+	VPERMPS       Z2, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z14, Z1, Z14
+	VMAXPS        Z15, Z1, Z15
+	VADDPS        Z20, Z14, Z14
+	VADDPS        Z21, Z15, Z15
+	VMOVUPS.Z     (DI)(BX*4), K1, Z16
+	VMULPS        Z16, Z14, Z14
+	VMOVUPS       Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z14
+	VMULPS        Z14, Z15, Z15
+	VMOVUPS       Z15, K2, 64(R8)(BX*4)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3079
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3078
+	JMP           epi_done_2809
+
+epi_flag_3074:
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_3080
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -61976,7 +65014,7 @@ epi_flag_2990:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_2993:
+epi_strip_3081:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -62002,7 +65040,7 @@ epi_strip_2993:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2994:
+epi_row_3082:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z14
@@ -62063,15 +65101,134 @@ epi_row_2994:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2994
+	JL            epi_row_3082
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2993
+	JL            epi_strip_3081
 	JMP           epi_done_2809
 
-epi_flag_2989:
+epi_flag_3080:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	MOVQ    rowScale+64(FP), BX
+	MOVQ    rowZero+48(FP), SI
+	VPXORD  Z1, Z1, Z1
+	LEAQ    epilogueGelu<>+0(SB), DI
+	MOVQ    flags+136(FP), R8
+	SHRQ    $0x08, R8
+	LEAQ    epilogueGelu<>+384(SB), R9
+	CMPQ    R8, $0x00000003
+	CMOVQEQ R9, DI
+	VMOVUPS (DI), Z2
+	VMOVUPS 64(DI), Z3
+	VMOVUPS 128(DI), Z4
+	VMOVUPS 192(DI), Z5
+	VMOVUPS 256(DI), Z6
+	VMOVUPS 320(DI), Z7
+	XORQ    DI, DI
+
+epi_strip_3083:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z13
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3084:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z8, Z0, Z15
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z14
+	VPSUBD        Z15, Z14, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z9, Z14, Z14
+	VMULPS.BCST   (BX)(R11*4), Z14, Z14
+	VADDPS        Z10, Z14, Z14
+	VPMULLD       Z11, Z0, Z15
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z15, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z12, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VADDPS        Z13, Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VCVTPS2DQ     Z15, Z17
+	VCVTPS2DQ     Z16, Z18
+	VREDUCEPS     $0x00, Z15, Z15
+	VREDUCEPS     $0x00, Z16, Z16
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z7, Z18, Z20
+	VPERMPS       Z6, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VPERMPS       Z5, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z4, Z17, Z21
+	VPERMPS       Z4, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z3, Z17, Z21
+	VPERMPS       Z3, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z2, Z17, Z17
+	VPERMPS       Z2, Z18, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VMAXPS        Z14, Z1, Z14
+	VMAXPS        Z0, Z1, Z0
+	VADDPS        Z19, Z14, Z14
+	VADDPS        Z20, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z15
+	VMULPS        Z15, Z14, Z14
+	VMOVUPS       Z14, K1, (R10)(DI*4)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z14
+	VMULPS        Z14, Z0, Z0
+	VMOVUPS       Z0, K2, 64(R10)(DI*4)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3084
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3083
+	JMP           epi_done_2809
+
+epi_flag_3073:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2995
+	JNZ          epi_flag_3085
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3086
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62098,7 +65255,7 @@ epi_flag_2989:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_2996:
+epi_strip_3087:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -62128,7 +65285,7 @@ epi_strip_2996:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2997:
+epi_row_3088:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -62190,13 +65347,140 @@ epi_row_2997:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2997
+	JL            epi_row_3088
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2996
+	JL            epi_strip_3087
 	JMP           epi_done_2809
 
-epi_flag_2995:
+epi_flag_3086:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	VMOVUPS      256(BX), Z9
+	VMOVUPS      320(BX), Z10
+	XORQ         BX, BX
+
+epi_strip_3089:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z13
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z14
+	VPMULLD     Z14, Z0, Z14
+	VPSUBD      Z14, Z4, Z14
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z15
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z16
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3090:
+	VPADDD.Z      (SI)(BX*4), Z11, K1, Z17
+	VCVTDQ2PS     Z17, Z17
+	VMULPS        Z12, Z17, Z17
+	VADDPS        Z13, Z17, Z17
+	VPADDD.Z      64(SI)(BX*4), Z14, K2, Z18
+	VCVTDQ2PS     Z18, Z18
+	VMULPS        Z15, Z18, Z18
+	VADDPS        Z16, Z18, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z17, Z19
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z18, Z20
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z19, Z19
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z20, Z20
+	VCVTPS2DQ     Z19, Z21
+	VCVTPS2DQ     Z20, Z22
+	VREDUCEPS     $0x00, Z19, Z19
+	VREDUCEPS     $0x00, Z20, Z20
+	VPERMPS       Z10, Z21, Z23
+	VPERMPS       Z10, Z22, Z24
+	VPERMPS       Z9, Z21, Z25
+	VPERMPS       Z9, Z22, Z26
+	VFMADD213PS   Z25, Z19, Z23
+	VFMADD213PS   Z26, Z20, Z24
+	VPERMPS       Z8, Z21, Z25
+	VPERMPS       Z8, Z22, Z26
+	VFMADD213PS   Z25, Z19, Z23
+	VFMADD213PS   Z26, Z20, Z24
+	VPERMPS       Z7, Z21, Z25
+	VPERMPS       Z7, Z22, Z26
+	VFMADD213PS   Z25, Z19, Z23
+	VFMADD213PS   Z26, Z20, Z24
+	VPERMPS       Z6, Z21, Z25
+	VPERMPS       Z6, Z22, Z26
+	VFMADD213PS   Z25, Z19, Z23
+	VFMADD213PS   Z26, Z20, Z24
+	VPERMPS       Z5, Z21, Z21
+	VPERMPS       Z5, Z22, Z22
+	VFMADD213PS   Z21, Z19, Z23
+	VFMADD213PS   Z22, Z20, Z24
+	VMAXPS        Z17, Z4, Z17
+	VMAXPS        Z18, Z4, Z18
+	VADDPS        Z23, Z17, Z17
+	VADDPS        Z24, Z18, Z18
+	VMOVUPS.Z     (DI)(BX*4), K1, Z19
+	VMULPS        Z19, Z17, Z17
+	VMULPS        Z1, Z17, Z17
+	VMAXPS        Z2, Z17, Z17
+	VCVTPS2DQ     Z17, Z17
+	VPADDD        Z3, Z17, Z17
+	VPMOVUSDB     Z17, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z17
+	VMULPS        Z17, Z18, Z18
+	VMULPS        Z1, Z18, Z17
+	VMAXPS        Z2, Z17, Z17
+	VCVTPS2DQ     Z17, Z17
+	VPADDD        Z3, Z17, Z17
+	VPMOVUSDB     Z17, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3090
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3089
+	JMP           epi_done_2809
+
+epi_flag_3085:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3091
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62223,7 +65507,7 @@ epi_flag_2995:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_2998:
+epi_strip_3092:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -62249,7 +65533,7 @@ epi_strip_2998:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2999:
+epi_row_3093:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z17
@@ -62318,23 +65602,151 @@ epi_row_2999:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_2999
+	JL            epi_row_3093
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_2998
+	JL            epi_strip_3092
+	JMP           epi_done_2809
+
+epi_flag_3091:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+0(SB), DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+384(SB), R9
+	CMPQ         R8, $0x00000003
+	CMOVQEQ      R9, DI
+	VMOVUPS      (DI), Z5
+	VMOVUPS      64(DI), Z6
+	VMOVUPS      128(DI), Z7
+	VMOVUPS      192(DI), Z8
+	VMOVUPS      256(DI), Z9
+	VMOVUPS      320(DI), Z10
+	XORQ         DI, DI
+
+epi_strip_3094:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z13
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z14
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z15
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z16
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3095:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z11, Z0, Z18
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z17
+	VPSUBD        Z18, Z17, Z17
+	VCVTDQ2PS     Z17, Z17
+	VMULPS        Z12, Z17, Z17
+	VMULPS.BCST   (BX)(R11*4), Z17, Z17
+	VADDPS        Z13, Z17, Z17
+	VPMULLD       Z14, Z0, Z18
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z18, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z15, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VADDPS        Z16, Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z17, Z18
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z19
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z19, Z19
+	VCVTPS2DQ     Z18, Z20
+	VCVTPS2DQ     Z19, Z21
+	VREDUCEPS     $0x00, Z18, Z18
+	VREDUCEPS     $0x00, Z19, Z19
+	VPERMPS       Z10, Z20, Z22
+	VPERMPS       Z10, Z21, Z23
+	VPERMPS       Z9, Z20, Z24
+	VPERMPS       Z9, Z21, Z25
+	VFMADD213PS   Z24, Z18, Z22
+	VFMADD213PS   Z25, Z19, Z23
+	VPERMPS       Z8, Z20, Z24
+	VPERMPS       Z8, Z21, Z25
+	VFMADD213PS   Z24, Z18, Z22
+	VFMADD213PS   Z25, Z19, Z23
+	VPERMPS       Z7, Z20, Z24
+	VPERMPS       Z7, Z21, Z25
+	VFMADD213PS   Z24, Z18, Z22
+	VFMADD213PS   Z25, Z19, Z23
+	VPERMPS       Z6, Z20, Z24
+	VPERMPS       Z6, Z21, Z25
+	VFMADD213PS   Z24, Z18, Z22
+	VFMADD213PS   Z25, Z19, Z23
+	VPERMPS       Z5, Z20, Z20
+	VPERMPS       Z5, Z21, Z21
+	VFMADD213PS   Z20, Z18, Z22
+	VFMADD213PS   Z21, Z19, Z23
+	VMAXPS        Z17, Z4, Z17
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z22, Z17, Z17
+	VADDPS        Z23, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z18
+	VMULPS        Z18, Z17, Z17
+	VMULPS        Z1, Z17, Z17
+	VMAXPS        Z2, Z17, Z17
+	VCVTPS2DQ     Z17, Z17
+	VPADDD        Z3, Z17, Z17
+	VPMOVUSDB     Z17, K1, (R10)(DI*1)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z17
+	VMULPS        Z17, Z0, Z0
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R10)(DI*1)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3095
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3094
 	JMP           epi_done_2809
 
 epi_gelu_u8_2806:
 	TESTQ        $0x00000008, AX
 	JZ           epi_none_2808
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_3000
+	JNZ          epi_flag_3096
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3001
+	JNZ          epi_flag_3097
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3002
+	JNZ          epi_flag_3098
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3003
+	JNZ          epi_flag_3099
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62355,7 +65767,7 @@ epi_gelu_u8_2806:
 	VMOVUPS      192(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_3004:
+epi_strip_3100:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -62372,7 +65784,7 @@ epi_strip_3004:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3005:
+epi_row_3101:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -62419,13 +65831,13 @@ epi_row_3005:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3005
+	JL            epi_row_3101
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3004
+	JL            epi_strip_3100
 	JMP           epi_done_2809
 
-epi_flag_3003:
+epi_flag_3099:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62447,7 +65859,7 @@ epi_flag_3003:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3006:
+epi_strip_3102:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62464,7 +65876,7 @@ epi_strip_3006:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3007:
+epi_row_3103:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -62513,15 +65925,17 @@ epi_row_3007:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_3007
+	JL            epi_row_3103
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3006
+	JL            epi_strip_3102
 	JMP           epi_done_2809
 
-epi_flag_3002:
+epi_flag_3098:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3008
+	JNZ          epi_flag_3104
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3105
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62544,7 +65958,7 @@ epi_flag_3002:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3009:
+epi_strip_3106:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62562,7 +65976,7 @@ epi_strip_3009:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3010:
+epi_row_3107:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -62614,13 +66028,114 @@ epi_row_3010:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3010
+	JL            epi_row_3107
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3009
+	JL            epi_strip_3106
 	JMP           epi_done_2809
 
-epi_flag_3008:
+epi_flag_3105:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1024(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3108:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3109:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z9, Z11, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VCVTPS2DQ     Z12, Z14
+	VCVTPS2DQ     Z13, Z15
+	VREDUCEPS     $0x00, Z12, Z12
+	VREDUCEPS     $0x00, Z13, Z13
+	VPERMPS       Z7, Z14, Z16
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z6, Z14, Z18
+	VPERMPS       Z6, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z4, Z14, Z14
+	VPERMPS       Z4, Z15, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VMAXPS        Z10, Z3, Z10
+	VMAXPS        Z11, Z3, Z11
+	VADDPS        Z16, Z10, Z10
+	VADDPS        Z17, Z11, Z11
+	VMOVUPS.Z     (DI)(BX*4), K1, Z12
+	VMULPS        Z12, Z10, Z10
+	VMULPS        Z0, Z10, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z10
+	VMULPS        Z10, Z11, Z11
+	VMULPS        Z0, Z11, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3109
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3108
+	JMP           epi_done_2809
+
+epi_flag_3104:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3110
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62644,7 +66159,7 @@ epi_flag_3008:
 	VMOVUPS      192(SI), Z7
 	XORQ         SI, SI
 
-epi_strip_3011:
+epi_strip_3111:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -62662,7 +66177,7 @@ epi_strip_3011:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3012:
+epi_row_3112:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -62716,17 +66231,119 @@ epi_row_3012:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3012
+	JL            epi_row_3112
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3011
+	JL            epi_strip_3111
 	JMP           epi_done_2809
 
-epi_flag_3001:
+epi_flag_3110:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+1024(SB), R8
+	CMPQ         DI, $0x00000005
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	XORQ         SI, SI
+
+epi_strip_3113:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z8
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z9
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3114:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMULPS.BCST   (BX)(R10*4), Z10, Z10
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z9, Z11, Z11
+	VMULPS.BCST   (BX)(R10*4), Z11, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VCVTPS2DQ     Z12, Z14
+	VCVTPS2DQ     Z13, Z15
+	VREDUCEPS     $0x00, Z12, Z12
+	VREDUCEPS     $0x00, Z13, Z13
+	VPERMPS       Z7, Z14, Z16
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z6, Z14, Z18
+	VPERMPS       Z6, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z4, Z14, Z14
+	VPERMPS       Z4, Z15, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VMAXPS        Z10, Z3, Z10
+	VMAXPS        Z11, Z3, Z11
+	VADDPS        Z16, Z10, Z10
+	VADDPS        Z17, Z11, Z11
+	VMOVUPS.Z     (R8)(SI*4), K1, Z12
+	VMULPS        Z12, Z10, Z10
+	VMULPS        Z0, Z10, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K1, (R9)(SI*1)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z10
+	VMULPS        Z10, Z11, Z11
+	VMULPS        Z0, Z11, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K2, 16(R9)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_3114
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_3113
+	JMP           epi_done_2809
+
+epi_flag_3097:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3013
+	JNZ          epi_flag_3115
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3014
+	JNZ          epi_flag_3116
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62747,7 +66364,7 @@ epi_flag_3001:
 	VMOVUPS      192(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_3015:
+epi_strip_3117:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -62768,7 +66385,7 @@ epi_strip_3015:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3016:
+epi_row_3118:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -62817,13 +66434,13 @@ epi_row_3016:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3016
+	JL            epi_row_3118
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3015
+	JL            epi_strip_3117
 	JMP           epi_done_2809
 
-epi_flag_3014:
+epi_flag_3116:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62845,7 +66462,7 @@ epi_flag_3014:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3017:
+epi_strip_3119:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62866,7 +66483,7 @@ epi_strip_3017:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3018:
+epi_row_3120:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -62917,15 +66534,17 @@ epi_row_3018:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_3018
+	JL            epi_row_3120
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3017
+	JL            epi_strip_3119
 	JMP           epi_done_2809
 
-epi_flag_3013:
+epi_flag_3115:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3019
+	JNZ          epi_flag_3121
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3122
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62948,7 +66567,7 @@ epi_flag_3013:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3020:
+epi_strip_3123:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62970,7 +66589,7 @@ epi_strip_3020:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3021:
+epi_row_3124:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -63024,13 +66643,120 @@ epi_row_3021:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3021
+	JL            epi_row_3124
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3020
+	JL            epi_strip_3123
 	JMP           epi_done_2809
 
-epi_flag_3019:
+epi_flag_3122:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1024(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3125:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3126:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z8, Z12, Z12
+	VADDPS        Z9, Z12, Z12
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VADDPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (DI)(BX*4), K1, Z14
+	VMULPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
+	VMULPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3126
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3125
+	JMP           epi_done_2809
+
+epi_flag_3121:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3127
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63054,7 +66780,7 @@ epi_flag_3019:
 	VMOVUPS      192(SI), Z7
 	XORQ         SI, SI
 
-epi_strip_3022:
+epi_strip_3128:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -63076,7 +66802,7 @@ epi_strip_3022:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3023:
+epi_row_3129:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -63132,19 +66858,127 @@ epi_row_3023:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3023
+	JL            epi_row_3129
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3022
+	JL            epi_strip_3128
 	JMP           epi_done_2809
 
-epi_flag_3000:
+epi_flag_3127:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), SI
+	MOVQ         flags+136(FP), DI
+	SHRQ         $0x08, DI
+	LEAQ         epilogueGelu<>+1024(SB), R8
+	CMPQ         DI, $0x00000005
+	CMOVQEQ      R8, SI
+	VMOVUPS      (SI), Z4
+	VMOVUPS      64(SI), Z5
+	VMOVUPS      128(SI), Z6
+	VMOVUPS      192(SI), Z7
+	XORQ         SI, SI
+
+epi_strip_3130:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z8
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z9
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z10
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z11
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3131:
+	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z8, Z12, Z12
+	VMULPS.BCST   (BX)(R10*4), Z12, Z12
+	VADDPS        Z9, Z12, Z12
+	VMOVDQU32.Z   64(DI)(SI*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VMULPS.BCST   (BX)(R10*4), Z13, Z13
+	VADDPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (R8)(SI*4), K1, Z14
+	VMULPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R9)(SI*1)
+	VMOVUPS.Z     64(R8)(SI*4), K2, Z12
+	VMULPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R9)(SI*1)
+	ADDQ          AX, DI
+	ADDQ          CX, R8
+	ADDQ          DX, R9
+	INCQ          R10
+	CMPQ          R10, m+16(FP)
+	JL            epi_row_3131
+	ADDQ          $0x20, SI
+	CMPQ          SI, n+24(FP)
+	JL            epi_strip_3130
+	JMP           epi_done_2809
+
+epi_flag_3096:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3024
+	JNZ          epi_flag_3132
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3025
+	JNZ          epi_flag_3133
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3026
+	JNZ          epi_flag_3134
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63167,7 +67001,7 @@ epi_flag_3000:
 	VMOVUPS      192(DX), Z8
 	XORQ         DX, DX
 
-epi_strip_3027:
+epi_strip_3135:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -63192,7 +67026,7 @@ epi_strip_3027:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3028:
+epi_row_3136:
 	VPADDD.Z      (BX)(DX*4), Z9, K1, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z10, Z13, Z13
@@ -63239,13 +67073,13 @@ epi_row_3028:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3028
+	JL            epi_row_3136
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3027
+	JL            epi_strip_3135
 	JMP           epi_done_2809
 
-epi_flag_3026:
+epi_flag_3134:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63268,7 +67102,7 @@ epi_flag_3026:
 	VMOVUPS      192(SI), Z8
 	XORQ         SI, SI
 
-epi_strip_3029:
+epi_strip_3137:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -63289,7 +67123,7 @@ epi_strip_3029:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3030:
+epi_row_3138:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z9, Z0, Z14
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z13
@@ -63343,15 +67177,17 @@ epi_row_3030:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3030
+	JL            epi_row_3138
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3029
+	JL            epi_strip_3137
 	JMP           epi_done_2809
 
-epi_flag_3025:
+epi_flag_3133:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3031
+	JNZ          epi_flag_3139
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3140
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63376,7 +67212,7 @@ epi_flag_3025:
 	VMOVUPS      192(BX), Z8
 	XORQ         BX, BX
 
-epi_strip_3032:
+epi_strip_3141:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -63402,7 +67238,7 @@ epi_strip_3032:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3033:
+epi_row_3142:
 	VPADDD.Z      (SI)(BX*4), Z9, K1, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z10, Z13, Z13
@@ -63454,13 +67290,124 @@ epi_row_3033:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3033
+	JL            epi_row_3142
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3032
+	JL            epi_strip_3141
 	JMP           epi_done_2809
 
-epi_flag_3031:
+epi_flag_3140:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1024(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	XORQ         BX, BX
+
+epi_strip_3143:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z12
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3144:
+	VPADDD.Z      (SI)(BX*4), Z9, K1, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VPADDD.Z      64(SI)(BX*4), Z11, K2, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z12, Z14, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VCVTPS2DQ     Z15, Z17
+	VCVTPS2DQ     Z16, Z18
+	VREDUCEPS     $0x00, Z15, Z15
+	VREDUCEPS     $0x00, Z16, Z16
+	VPERMPS       Z8, Z17, Z19
+	VPERMPS       Z8, Z18, Z20
+	VPERMPS       Z7, Z17, Z21
+	VPERMPS       Z7, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VFMADD213PS   Z21, Z15, Z19
+	VFMADD213PS   Z22, Z16, Z20
+	VPERMPS       Z5, Z17, Z17
+	VPERMPS       Z5, Z18, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VMAXPS        Z13, Z4, Z13
+	VMAXPS        Z14, Z4, Z14
+	VADDPS        Z19, Z13, Z13
+	VADDPS        Z20, Z14, Z14
+	VMOVUPS.Z     (DI)(BX*4), K1, Z15
+	VMULPS        Z15, Z13, Z13
+	VMULPS        Z1, Z13, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z13
+	VMULPS        Z13, Z14, Z14
+	VMULPS        Z1, Z14, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3144
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3143
+	JMP           epi_done_2809
+
+epi_flag_3139:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3145
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63485,7 +67432,7 @@ epi_flag_3031:
 	VMOVUPS      192(DI), Z8
 	XORQ         DI, DI
 
-epi_strip_3034:
+epi_strip_3146:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -63507,7 +67454,7 @@ epi_strip_3034:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3035:
+epi_row_3147:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z9, Z0, Z14
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z13
@@ -63566,17 +67513,129 @@ epi_row_3035:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3035
+	JL            epi_row_3147
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3034
+	JL            epi_strip_3146
 	JMP           epi_done_2809
 
-epi_flag_3024:
+epi_flag_3145:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+1024(SB), R9
+	CMPQ         R8, $0x00000005
+	CMOVQEQ      R9, DI
+	VMOVUPS      (DI), Z5
+	VMOVUPS      64(DI), Z6
+	VMOVUPS      128(DI), Z7
+	VMOVUPS      192(DI), Z8
+	XORQ         DI, DI
+
+epi_strip_3148:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3149:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z9, Z0, Z14
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z13
+	VPSUBD        Z14, Z13, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VMULPS.BCST   (BX)(R11*4), Z13, Z13
+	VPMULLD       Z11, Z0, Z14
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z14, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z12, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z8, Z16, Z18
+	VPERMPS       Z8, Z17, Z19
+	VPERMPS       Z7, Z16, Z20
+	VPERMPS       Z7, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z16
+	VPERMPS       Z5, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z13, Z4, Z13
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z18, Z13, Z13
+	VADDPS        Z19, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z14
+	VMULPS        Z14, Z13, Z13
+	VMULPS        Z1, Z13, Z13
+	VMAXPS        Z2, Z13, Z13
+	VCVTPS2DQ     Z13, Z13
+	VPADDD        Z3, Z13, Z13
+	VPMOVUSDB     Z13, K1, (R10)(DI*1)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z13
+	VMULPS        Z13, Z0, Z0
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R10)(DI*1)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3149
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3148
+	JMP           epi_done_2809
+
+epi_flag_3132:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3036
+	JNZ          epi_flag_3150
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3037
+	JNZ          epi_flag_3151
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63599,7 +67658,7 @@ epi_flag_3024:
 	VMOVUPS      192(DX), Z8
 	XORQ         DX, DX
 
-epi_strip_3038:
+epi_strip_3152:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -63628,7 +67687,7 @@ epi_strip_3038:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3039:
+epi_row_3153:
 	VPADDD.Z      (BX)(DX*4), Z9, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z10, Z15, Z15
@@ -63677,13 +67736,13 @@ epi_row_3039:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3039
+	JL            epi_row_3153
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3038
+	JL            epi_strip_3152
 	JMP           epi_done_2809
 
-epi_flag_3037:
+epi_flag_3151:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63706,7 +67765,7 @@ epi_flag_3037:
 	VMOVUPS      192(SI), Z8
 	XORQ         SI, SI
 
-epi_strip_3040:
+epi_strip_3154:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -63731,7 +67790,7 @@ epi_strip_3040:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3041:
+epi_row_3155:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z9, Z0, Z16
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z15
@@ -63787,15 +67846,17 @@ epi_row_3041:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3041
+	JL            epi_row_3155
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3040
+	JL            epi_strip_3154
 	JMP           epi_done_2809
 
-epi_flag_3036:
+epi_flag_3150:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3042
+	JNZ          epi_flag_3156
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3157
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63820,7 +67881,7 @@ epi_flag_3036:
 	VMOVUPS      192(BX), Z8
 	XORQ         BX, BX
 
-epi_strip_3043:
+epi_strip_3158:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -63850,7 +67911,7 @@ epi_strip_3043:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3044:
+epi_row_3159:
 	VPADDD.Z      (SI)(BX*4), Z9, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z10, Z15, Z15
@@ -63904,13 +67965,130 @@ epi_row_3044:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3044
+	JL            epi_row_3159
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3043
+	JL            epi_strip_3158
 	JMP           epi_done_2809
 
-epi_flag_3042:
+epi_flag_3157:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1024(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z5
+	VMOVUPS      64(BX), Z6
+	VMOVUPS      128(BX), Z7
+	VMOVUPS      192(BX), Z8
+	XORQ         BX, BX
+
+epi_strip_3160:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z10
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z11
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z12
+	VPMULLD     Z12, Z0, Z12
+	VPSUBD      Z12, Z4, Z12
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z13
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z14
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3161:
+	VPADDD.Z      (SI)(BX*4), Z9, K1, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z10, Z15, Z15
+	VADDPS        Z11, Z15, Z15
+	VPADDD.Z      64(SI)(BX*4), Z12, K2, Z16
+	VCVTDQ2PS     Z16, Z16
+	VMULPS        Z13, Z16, Z16
+	VADDPS        Z14, Z16, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z16, Z18
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z18, Z18
+	VCVTPS2DQ     Z17, Z19
+	VCVTPS2DQ     Z18, Z20
+	VREDUCEPS     $0x00, Z17, Z17
+	VREDUCEPS     $0x00, Z18, Z18
+	VPERMPS       Z8, Z19, Z21
+	VPERMPS       Z8, Z20, Z22
+	VPERMPS       Z7, Z19, Z23
+	VPERMPS       Z7, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VPERMPS       Z6, Z20, Z24
+	VFMADD213PS   Z23, Z17, Z21
+	VFMADD213PS   Z24, Z18, Z22
+	VPERMPS       Z5, Z19, Z19
+	VPERMPS       Z5, Z20, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VFMADD213PS   Z20, Z18, Z22
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z16, Z4, Z16
+	VADDPS        Z21, Z15, Z15
+	VADDPS        Z22, Z16, Z16
+	VMOVUPS.Z     (DI)(BX*4), K1, Z17
+	VMULPS        Z17, Z15, Z15
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z15
+	VMULPS        Z15, Z16, Z16
+	VMULPS        Z1, Z16, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3161
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3160
+	JMP           epi_done_2809
+
+epi_flag_3156:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3162
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63935,7 +68113,7 @@ epi_flag_3042:
 	VMOVUPS      192(DI), Z8
 	XORQ         DI, DI
 
-epi_strip_3045:
+epi_strip_3163:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -63961,7 +68139,7 @@ epi_strip_3045:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3046:
+epi_row_3164:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z9, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -64022,23 +68200,141 @@ epi_row_3046:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3046
+	JL            epi_row_3164
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3045
+	JL            epi_strip_3163
+	JMP           epi_done_2809
+
+epi_flag_3162:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	LEAQ         epilogueGelu<>+768(SB), DI
+	MOVQ         flags+136(FP), R8
+	SHRQ         $0x08, R8
+	LEAQ         epilogueGelu<>+1024(SB), R9
+	CMPQ         R8, $0x00000005
+	CMOVQEQ      R9, DI
+	VMOVUPS      (DI), Z5
+	VMOVUPS      64(DI), Z6
+	VMOVUPS      128(DI), Z7
+	VMOVUPS      192(DI), Z8
+	XORQ         DI, DI
+
+epi_strip_3165:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z10
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z11
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z12
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z13
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z14
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3166:
+	VPBROADCASTD  (SI)(R11*4), Z0
+	VPMULLD       Z9, Z0, Z16
+	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
+	VPSUBD        Z16, Z15, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z10, Z15, Z15
+	VMULPS.BCST   (BX)(R11*4), Z15, Z15
+	VADDPS        Z11, Z15, Z15
+	VPMULLD       Z12, Z0, Z16
+	VMOVDQU32.Z   64(R8)(DI*4), K2, Z0
+	VPSUBD        Z16, Z0, Z0
+	VCVTDQ2PS     Z0, Z0
+	VMULPS        Z13, Z0, Z0
+	VMULPS.BCST   (BX)(R11*4), Z0, Z0
+	VADDPS        Z14, Z0, Z0
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z0, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z8, Z18, Z20
+	VPERMPS       Z8, Z19, Z21
+	VPERMPS       Z7, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z18
+	VPERMPS       Z5, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z15, Z4, Z15
+	VMAXPS        Z0, Z4, Z0
+	VADDPS        Z20, Z15, Z15
+	VADDPS        Z21, Z0, Z0
+	VMOVUPS.Z     (R9)(DI*4), K1, Z16
+	VMULPS        Z16, Z15, Z15
+	VMULPS        Z1, Z15, Z15
+	VMAXPS        Z2, Z15, Z15
+	VCVTPS2DQ     Z15, Z15
+	VPADDD        Z3, Z15, Z15
+	VPMOVUSDB     Z15, K1, (R10)(DI*1)
+	VMOVUPS.Z     64(R9)(DI*4), K2, Z15
+	VMULPS        Z15, Z0, Z0
+	VMULPS        Z1, Z0, Z0
+	VMAXPS        Z2, Z0, Z0
+	VCVTPS2DQ     Z0, Z0
+	VPADDD        Z3, Z0, Z0
+	VPMOVUSDB     Z0, K2, 16(R10)(DI*1)
+	ADDQ          AX, R8
+	ADDQ          CX, R9
+	ADDQ          DX, R10
+	INCQ          R11
+	CMPQ          R11, m+16(FP)
+	JL            epi_row_3166
+	ADDQ          $0x20, DI
+	CMPQ          DI, n+24(FP)
+	JL            epi_strip_3165
 	JMP           epi_done_2809
 
 epi_relu_2807:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_3047
+	JNZ    epi_flag_3167
 	TESTQ  $0x00000002, AX
-	JNZ    epi_flag_3048
+	JNZ    epi_flag_3168
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_3049
+	JNZ    epi_flag_3169
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3050
+	JNZ    epi_flag_3170
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_3051
+	JNZ    epi_flag_3171
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -64046,7 +68342,7 @@ epi_relu_2807:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_3052:
+epi_strip_3172:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -64069,7 +68365,7 @@ epi_strip_3052:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_3053:
+epi_row_3173:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -64098,13 +68394,13 @@ epi_row_3053:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3053
+	JL          epi_row_3173
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3052
+	JL          epi_strip_3172
 	JMP         epi_done_2809
 
-epi_flag_3051:
+epi_flag_3171:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -64113,7 +68409,7 @@ epi_flag_3051:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3054:
+epi_strip_3174:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -64136,7 +68432,7 @@ epi_strip_3054:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_3055:
+epi_row_3175:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -64169,15 +68465,15 @@ epi_row_3055:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3055
+	JL          epi_row_3175
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3054
+	JL          epi_strip_3174
 	JMP         epi_done_2809
 
-epi_flag_3050:
+epi_flag_3170:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3056
+	JNZ          epi_flag_3176
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64188,7 +68484,7 @@ epi_flag_3050:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_3057:
+epi_strip_3177:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -64211,7 +68507,7 @@ epi_strip_3057:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3058:
+epi_row_3178:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -64256,13 +68552,13 @@ epi_row_3058:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3058
+	JL          epi_row_3178
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3057
+	JL          epi_strip_3177
 	JMP         epi_done_2809
 
-epi_flag_3056:
+epi_flag_3176:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64274,7 +68570,7 @@ epi_flag_3056:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3059:
+epi_strip_3179:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -64297,7 +68593,7 @@ epi_strip_3059:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3060:
+epi_row_3180:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -64346,17 +68642,19 @@ epi_row_3060:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3060
+	JL          epi_row_3180
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3059
+	JL          epi_strip_3179
 	JMP         epi_done_2809
 
-epi_flag_3049:
+epi_flag_3169:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3061
+	JNZ    epi_flag_3181
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_3062
+	JNZ    epi_flag_3182
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3183
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -64366,7 +68664,7 @@ epi_flag_3049:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3063:
+epi_strip_3184:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -64390,7 +68688,7 @@ epi_strip_3063:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_3064:
+epi_row_3185:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -64428,13 +68726,93 @@ epi_row_3064:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3064
+	JL          epi_row_3185
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3063
+	JL          epi_strip_3184
 	JMP         epi_done_2809
 
-epi_flag_3062:
+epi_flag_3183:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_3186:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3187:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VMULPS      Z9, Z5, Z5
+	VMOVUPS     Z5, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z5
+	VMULPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z5
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z5
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     Z8, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3187
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3186
+	JMP         epi_done_2809
+
+epi_flag_3182:
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3188
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -64445,7 +68823,7 @@ epi_flag_3062:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3065:
+epi_strip_3189:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -64469,7 +68847,7 @@ epi_strip_3065:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3066:
+epi_row_3190:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -64511,15 +68889,100 @@ epi_row_3066:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3066
+	JL          epi_row_3190
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3065
+	JL          epi_strip_3189
 	JMP         epi_done_2809
 
-epi_flag_3061:
+epi_flag_3188:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	VPXORD Z0, Z0, Z0
+	XORQ   SI, SI
+
+epi_strip_3191:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z4
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_3192:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMULPS.BCST (BX)(R10*4), Z5, Z5
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (BX)(R10*4), Z6, Z6
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS.Z   (R8)(SI*4), K1, Z9
+	VMULPS      Z9, Z5, Z5
+	VMOVUPS     Z5, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z5
+	VMULPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z5
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z5
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     Z8, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3192
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3191
+	JMP         epi_done_2809
+
+epi_flag_3181:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3067
+	JNZ          epi_flag_3193
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3194
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64532,7 +68995,7 @@ epi_flag_3061:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3068:
+epi_strip_3195:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -64556,7 +69019,7 @@ epi_strip_3068:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3069:
+epi_row_3196:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -64610,13 +69073,112 @@ epi_row_3069:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3069
+	JL          epi_row_3196
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3068
+	JL          epi_strip_3195
 	JMP         epi_done_2809
 
-epi_flag_3067:
+epi_flag_3194:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         BX, BX
+
+epi_strip_3197:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3198:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VCMPPS      $0x16, Z3, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VCMPPS      $0x16, Z3, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z3, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z3, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VMULPS      Z12, Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
+	VMULPS      Z8, Z9, Z9
+	VMULPS      Z0, Z9, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
+	VMULPS      Z8, Z10, Z10
+	VMULPS      Z0, Z10, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z0, Z11, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3198
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3197
+	JMP         epi_done_2809
+
+epi_flag_3193:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3199
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64630,7 +69192,7 @@ epi_flag_3067:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3070:
+epi_strip_3200:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -64654,7 +69216,7 @@ epi_strip_3070:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3071:
+epi_row_3201:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -64712,19 +69274,121 @@ epi_row_3071:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3071
+	JL          epi_row_3201
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3070
+	JL          epi_strip_3200
 	JMP         epi_done_2809
 
-epi_flag_3048:
+epi_flag_3199:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         SI, SI
+
+epi_strip_3202:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3203:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VCMPPS      $0x16, Z3, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VCMPPS      $0x16, Z3, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z3, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z3, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VMOVUPS.Z   (R8)(SI*4), K1, Z12
+	VMULPS      Z12, Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z8
+	VMULPS      Z8, Z9, Z9
+	VMULPS      Z0, Z9, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z8
+	VMULPS      Z8, Z10, Z10
+	VMULPS      Z0, Z10, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z8
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z0, Z11, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3203
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3202
+	JMP         epi_done_2809
+
+epi_flag_3168:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_3072
+	JNZ    epi_flag_3204
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3073
+	JNZ    epi_flag_3205
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_3074
+	JNZ    epi_flag_3206
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -64732,7 +69396,7 @@ epi_flag_3048:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_3075:
+epi_strip_3207:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -64763,7 +69427,7 @@ epi_strip_3075:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_3076:
+epi_row_3208:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -64796,13 +69460,13 @@ epi_row_3076:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3076
+	JL          epi_row_3208
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3075
+	JL          epi_strip_3207
 	JMP         epi_done_2809
 
-epi_flag_3074:
+epi_flag_3206:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -64811,7 +69475,7 @@ epi_flag_3074:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3077:
+epi_strip_3209:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -64842,7 +69506,7 @@ epi_strip_3077:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_3078:
+epi_row_3210:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -64879,15 +69543,15 @@ epi_row_3078:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3078
+	JL          epi_row_3210
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3077
+	JL          epi_strip_3209
 	JMP         epi_done_2809
 
-epi_flag_3073:
+epi_flag_3205:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3079
+	JNZ          epi_flag_3211
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64898,7 +69562,7 @@ epi_flag_3073:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_3080:
+epi_strip_3212:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -64929,7 +69593,7 @@ epi_strip_3080:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3081:
+epi_row_3213:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -64978,13 +69642,13 @@ epi_row_3081:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3081
+	JL          epi_row_3213
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3080
+	JL          epi_strip_3212
 	JMP         epi_done_2809
 
-epi_flag_3079:
+epi_flag_3211:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64996,7 +69660,7 @@ epi_flag_3079:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3082:
+epi_strip_3214:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -65027,7 +69691,7 @@ epi_strip_3082:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3083:
+epi_row_3215:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -65080,17 +69744,19 @@ epi_row_3083:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3083
+	JL          epi_row_3215
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3082
+	JL          epi_strip_3214
 	JMP         epi_done_2809
 
-epi_flag_3072:
+epi_flag_3204:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3084
+	JNZ    epi_flag_3216
 	TESTQ  $0x00000010, AX
-	JNZ    epi_flag_3085
+	JNZ    epi_flag_3217
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3218
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -65100,7 +69766,7 @@ epi_flag_3072:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3086:
+epi_strip_3219:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -65132,7 +69798,7 @@ epi_strip_3086:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_3087:
+epi_row_3220:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -65174,13 +69840,105 @@ epi_row_3087:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3087
+	JL          epi_row_3220
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3086
+	JL          epi_strip_3219
 	JMP         epi_done_2809
 
-epi_flag_3085:
+epi_flag_3218:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_3221:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3222:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (DI)(BX*4), K1, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVUPS     Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VMULPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
+	VMULPS      Z9, Z11, Z11
+	VMOVUPS     Z11, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
+	VMULPS      Z9, Z12, Z12
+	VMOVUPS     Z12, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3222
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3221
+	JMP         epi_done_2809
+
+epi_flag_3217:
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3223
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -65191,7 +69949,7 @@ epi_flag_3085:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3088:
+epi_strip_3224:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -65223,7 +69981,7 @@ epi_strip_3088:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3089:
+epi_row_3225:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -65269,15 +70027,112 @@ epi_row_3089:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3089
+	JL          epi_row_3225
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3088
+	JL          epi_strip_3224
 	JMP         epi_done_2809
 
-epi_flag_3084:
+epi_flag_3223:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	VPXORD Z0, Z0, Z0
+	XORQ   SI, SI
+
+epi_strip_3226:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z1
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_3227:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VMULPS.BCST (BX)(R10*4), Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (R8)(SI*4), K1, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVUPS     Z9, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VMULPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R9)(SI*4)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z9
+	VMULPS      Z9, Z11, Z11
+	VMOVUPS     Z11, K3, 128(R9)(SI*4)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z9
+	VMULPS      Z9, Z12, Z12
+	VMOVUPS     Z12, K4, 192(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3227
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3226
+	JMP         epi_done_2809
+
+epi_flag_3216:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3090
+	JNZ          epi_flag_3228
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3229
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65290,7 +70145,7 @@ epi_flag_3084:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3091:
+epi_strip_3230:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -65322,7 +70177,7 @@ epi_strip_3091:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3092:
+epi_row_3231:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -65380,13 +70235,124 @@ epi_row_3092:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3092
+	JL          epi_row_3231
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3091
+	JL          epi_strip_3230
 	JMP         epi_done_2809
 
-epi_flag_3090:
+epi_flag_3229:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         BX, BX
+
+epi_strip_3232:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3233:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VCMPPS      $0x16, Z3, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VCMPPS      $0x16, Z3, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z3, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z3, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VMOVUPS.Z   (DI)(BX*4), K1, Z16
+	VMULPS      Z16, Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
+	VMULPS      Z12, Z13, Z13
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z12
+	VMULPS      Z12, Z14, Z14
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z12
+	VMULPS      Z12, Z15, Z15
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3233
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3232
+	JMP         epi_done_2809
+
+epi_flag_3228:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3234
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65400,7 +70366,7 @@ epi_flag_3090:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3093:
+epi_strip_3235:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -65432,7 +70398,7 @@ epi_strip_3093:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3094:
+epi_row_3236:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -65494,21 +70460,135 @@ epi_row_3094:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3094
+	JL          epi_row_3236
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3093
+	JL          epi_strip_3235
 	JMP         epi_done_2809
 
-epi_flag_3047:
+epi_flag_3234:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         SI, SI
+
+epi_strip_3237:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000040, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z8
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 128(DI)(SI*4), K3, Z9
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z10
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 192(DI)(SI*4), K4, Z11
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3238:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VMULPS.BCST (BX)(R10*4), Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VMULPS.BCST (BX)(R10*4), Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(DI)(SI*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VMULPS.BCST (BX)(R10*4), Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(DI)(SI*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VMULPS.BCST (BX)(R10*4), Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VCMPPS      $0x16, Z3, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VCMPPS      $0x16, Z3, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z3, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z3, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VMOVUPS.Z   (R8)(SI*4), K1, Z16
+	VMULPS      Z16, Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z12
+	VMULPS      Z12, Z13, Z13
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R9)(SI*1)
+	VMOVUPS.Z   128(R8)(SI*4), K3, Z12
+	VMULPS      Z12, Z14, Z14
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(R9)(SI*1)
+	VMOVUPS.Z   192(R8)(SI*4), K4, Z12
+	VMULPS      Z12, Z15, Z15
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3238
+	ADDQ        $0x40, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3237
+	JMP         epi_done_2809
+
+epi_flag_3167:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3095
+	JNZ          epi_flag_3239
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3096
+	JNZ          epi_flag_3240
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3097
+	JNZ          epi_flag_3241
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3098
+	JNZ          epi_flag_3242
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -65518,7 +70598,7 @@ epi_flag_3047:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_3099:
+epi_strip_3243:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -65557,7 +70637,7 @@ epi_strip_3099:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3100:
+epi_row_3244:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -65586,13 +70666,13 @@ epi_row_3100:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3100
+	JL        epi_row_3244
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3099
+	JL        epi_strip_3243
 	JMP       epi_done_2809
 
-epi_flag_3098:
+epi_flag_3242:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -65602,7 +70682,7 @@ epi_flag_3098:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_3101:
+epi_strip_3245:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -65633,7 +70713,7 @@ epi_strip_3101:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3102:
+epi_row_3246:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -65675,15 +70755,15 @@ epi_row_3102:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3102
+	JL           epi_row_3246
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3101
+	JL           epi_strip_3245
 	JMP          epi_done_2809
 
-epi_flag_3097:
+epi_flag_3241:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3103
+	JNZ          epi_flag_3247
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -65696,7 +70776,7 @@ epi_flag_3097:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_3104:
+epi_strip_3248:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -65735,7 +70815,7 @@ epi_strip_3104:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3105:
+epi_row_3249:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -65780,13 +70860,13 @@ epi_row_3105:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3105
+	JL        epi_row_3249
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3104
+	JL        epi_strip_3248
 	JMP       epi_done_2809
 
-epi_flag_3103:
+epi_flag_3247:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -65799,7 +70879,7 @@ epi_flag_3103:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_3106:
+epi_strip_3250:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -65830,7 +70910,7 @@ epi_strip_3106:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3107:
+epi_row_3251:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -65888,17 +70968,19 @@ epi_row_3107:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3107
+	JL           epi_row_3251
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3106
+	JL           epi_strip_3250
 	JMP          epi_done_2809
 
-epi_flag_3096:
+epi_flag_3240:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3108
+	JNZ          epi_flag_3252
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3109
+	JNZ          epi_flag_3253
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3254
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65910,7 +70992,7 @@ epi_flag_3096:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3110:
+epi_strip_3255:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -65950,7 +71032,7 @@ epi_strip_3110:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3111:
+epi_row_3256:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -65988,13 +71070,111 @@ epi_row_3111:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3111
+	JL        epi_row_3256
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3110
+	JL        epi_strip_3255
 	JMP       epi_done_2809
 
-epi_flag_3109:
+epi_flag_3254:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
+
+epi_strip_3257:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z4
+	VPMULLD     Z4, Z0, Z4
+	VPSUBD      Z4, Z1, Z4
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3258:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
+	VCVTDQ2PS Z10, Z10
+	VMULPS    Z3, Z10, Z10
+	VPADDD.Z  64(SI)(BX*4), Z4, K2, Z11
+	VCVTDQ2PS Z11, Z11
+	VMULPS    Z5, Z11, Z11
+	VPADDD.Z  128(SI)(BX*4), Z6, K3, Z12
+	VCVTDQ2PS Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	VPADDD.Z  192(SI)(BX*4), Z8, K4, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z9, Z13, Z13
+	VCMPPS    $0x16, Z1, Z10, K5
+	VMOVAPS.Z Z10, K5, Z10
+	VCMPPS    $0x16, Z1, Z11, K5
+	VMOVAPS.Z Z11, K5, Z11
+	VCMPPS    $0x16, Z1, Z12, K5
+	VMOVAPS.Z Z12, K5, Z12
+	VCMPPS    $0x16, Z1, Z13, K5
+	VMOVAPS.Z Z13, K5, Z13
+	VMOVUPS.Z (DI)(BX*4), K1, Z14
+	VMULPS    Z14, Z10, Z10
+	VMOVUPS   Z10, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z10
+	VMULPS    Z10, Z11, Z11
+	VMOVUPS   Z11, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z10
+	VMULPS    Z10, Z12, Z12
+	VMOVUPS   Z12, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z10
+	VMULPS    Z10, Z13, Z13
+	VMOVUPS   Z13, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_3258
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_3257
+	JMP       epi_done_2809
+
+epi_flag_3253:
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3259
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -66006,7 +71186,7 @@ epi_flag_3109:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3112:
+epi_strip_3260:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -66038,7 +71218,7 @@ epi_strip_3112:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3113:
+epi_row_3261:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -66089,15 +71269,118 @@ epi_row_3113:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3113
+	JL           epi_row_3261
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3112
+	JL           epi_strip_3260
 	JMP          epi_done_2809
 
-epi_flag_3108:
+epi_flag_3259:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	MOVQ   rowZero+48(FP), SI
+	VPXORD Z1, Z1, Z1
+	XORQ   DI, DI
+
+epi_strip_3262:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z2
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z4
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z5
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z9
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3263:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z2, Z0, Z11
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z3, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z4, Z0, Z12
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z11
+	VPSUBD       Z12, Z11, Z11
+	VCVTDQ2PS    Z11, Z11
+	VMULPS       Z5, Z11, Z11
+	VMULPS.BCST  (BX)(R11*4), Z11, Z11
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (BX)(R11*4), Z12, Z12
+	VPMULLD      Z8, Z0, Z13
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VCMPPS       $0x16, Z1, Z10, K5
+	VMOVAPS.Z    Z10, K5, Z10
+	VCMPPS       $0x16, Z1, Z11, K5
+	VMOVAPS.Z    Z11, K5, Z11
+	VCMPPS       $0x16, Z1, Z12, K5
+	VMOVAPS.Z    Z12, K5, Z12
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z13
+	VMULPS       Z13, Z10, Z10
+	VMOVUPS      Z10, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z10
+	VMULPS       Z10, Z11, Z11
+	VMOVUPS      Z11, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z10
+	VMULPS       Z10, Z12, Z12
+	VMOVUPS      Z12, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z10
+	VMULPS       Z10, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3263
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3262
+	JMP          epi_done_2809
+
+epi_flag_3252:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3114
+	JNZ          epi_flag_3264
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3265
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66112,7 +71395,7 @@ epi_flag_3108:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3115:
+epi_strip_3266:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -66152,7 +71435,7 @@ epi_strip_3115:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3116:
+epi_row_3267:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -66206,13 +71489,130 @@ epi_row_3116:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3116
+	JL        epi_row_3267
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3115
+	JL        epi_strip_3266
 	JMP       epi_done_2809
 
-epi_flag_3114:
+epi_flag_3265:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_3268:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z6
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z7
+	VPMULLD     Z7, Z0, Z7
+	VPSUBD      Z7, Z4, Z7
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z8
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3269:
+	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS    Z6, Z13, Z13
+	VPADDD.Z  64(SI)(BX*4), Z7, K2, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z8, Z14, Z14
+	VPADDD.Z  128(SI)(BX*4), Z9, K3, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z10, Z15, Z15
+	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z12, Z16, Z16
+	VCMPPS    $0x16, Z4, Z13, K5
+	VMOVAPS.Z Z13, K5, Z13
+	VCMPPS    $0x16, Z4, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z4, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z4, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VMOVUPS.Z (DI)(BX*4), K1, Z17
+	VMULPS    Z17, Z13, Z13
+	VMULPS    Z1, Z13, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z13
+	VMULPS    Z13, Z14, Z14
+	VMULPS    Z1, Z14, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z13
+	VMULPS    Z13, Z15, Z15
+	VMULPS    Z1, Z15, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z13
+	VMULPS    Z13, Z16, Z16
+	VMULPS    Z1, Z16, Z13
+	VMAXPS    Z2, Z13, Z13
+	VCVTPS2DQ Z13, Z13
+	VPADDD    Z3, Z13, Z13
+	VPMOVUSDB Z13, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_3269
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_3268
+	JMP       epi_done_2809
+
+epi_flag_3264:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3270
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66227,7 +71627,7 @@ epi_flag_3114:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3117:
+epi_strip_3271:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -66259,7 +71659,7 @@ epi_strip_3117:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3118:
+epi_row_3272:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -66326,19 +71726,139 @@ epi_row_3118:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3118
+	JL           epi_row_3272
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3117
+	JL           epi_strip_3271
 	JMP          epi_done_2809
 
-epi_flag_3095:
+epi_flag_3270:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         DI, DI
+
+epi_strip_3273:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z6
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z7
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z8
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3274:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z5, Z0, Z14
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
+	VPSUBD       Z14, Z13, Z13
+	VCVTDQ2PS    Z13, Z13
+	VMULPS       Z6, Z13, Z13
+	VMULPS.BCST  (BX)(R11*4), Z13, Z13
+	VPMULLD      Z7, Z0, Z15
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z8, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VPMULLD      Z9, Z0, Z16
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z10, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VPMULLD      Z11, Z0, Z16
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z16, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VCMPPS       $0x16, Z4, Z13, K5
+	VMOVAPS.Z    Z13, K5, Z13
+	VCMPPS       $0x16, Z4, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z4, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z4, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z16
+	VMULPS       Z16, Z13, Z13
+	VMULPS       Z1, Z13, Z13
+	VMAXPS       Z2, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z3, Z13, Z13
+	VPMOVUSDB    Z13, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z13
+	VMULPS       Z13, Z14, Z14
+	VMULPS       Z1, Z14, Z13
+	VMAXPS       Z2, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z3, Z13, Z13
+	VPMOVUSDB    Z13, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z13
+	VMULPS       Z13, Z15, Z15
+	VMULPS       Z1, Z15, Z13
+	VMAXPS       Z2, Z13, Z13
+	VCVTPS2DQ    Z13, Z13
+	VPADDD       Z3, Z13, Z13
+	VPMOVUSDB    Z13, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z13
+	VMULPS       Z13, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3274
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3273
+	JMP          epi_done_2809
+
+epi_flag_3239:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3119
+	JNZ          epi_flag_3275
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3120
+	JNZ          epi_flag_3276
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3121
+	JNZ          epi_flag_3277
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -66348,7 +71868,7 @@ epi_flag_3095:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_3122:
+epi_strip_3278:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -66395,7 +71915,7 @@ epi_strip_3122:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3123:
+epi_row_3279:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -66428,13 +71948,13 @@ epi_row_3123:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3123
+	JL        epi_row_3279
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3122
+	JL        epi_strip_3278
 	JMP       epi_done_2809
 
-epi_flag_3121:
+epi_flag_3277:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -66444,7 +71964,7 @@ epi_flag_3121:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_3124:
+epi_strip_3280:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -66483,7 +72003,7 @@ epi_strip_3124:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3125:
+epi_row_3281:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -66529,15 +72049,15 @@ epi_row_3125:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3125
+	JL           epi_row_3281
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3124
+	JL           epi_strip_3280
 	JMP          epi_done_2809
 
-epi_flag_3120:
+epi_flag_3276:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3126
+	JNZ          epi_flag_3282
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -66550,7 +72070,7 @@ epi_flag_3120:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_3127:
+epi_strip_3283:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -66597,7 +72117,7 @@ epi_strip_3127:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3128:
+epi_row_3284:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -66646,13 +72166,13 @@ epi_row_3128:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3128
+	JL        epi_row_3284
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3127
+	JL        epi_strip_3283
 	JMP       epi_done_2809
 
-epi_flag_3126:
+epi_flag_3282:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -66665,7 +72185,7 @@ epi_flag_3126:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_3129:
+epi_strip_3285:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -66704,7 +72224,7 @@ epi_strip_3129:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3130:
+epi_row_3286:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -66766,17 +72286,19 @@ epi_row_3130:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3130
+	JL           epi_row_3286
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3129
+	JL           epi_strip_3285
 	JMP          epi_done_2809
 
-epi_flag_3119:
+epi_flag_3275:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3131
+	JNZ          epi_flag_3287
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3132
+	JNZ          epi_flag_3288
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3289
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66788,7 +72310,7 @@ epi_flag_3119:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3133:
+epi_strip_3290:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -66836,7 +72358,7 @@ epi_strip_3133:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3134:
+epi_row_3291:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -66878,13 +72400,123 @@ epi_row_3134:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3134
+	JL        epi_row_3291
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3133
+	JL        epi_strip_3290
 	JMP       epi_done_2809
 
-epi_flag_3132:
+epi_flag_3289:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	XORQ         BX, BX
+
+epi_strip_3292:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z2
+	VPMULLD     Z2, Z0, Z2
+	VPSUBD      Z2, Z1, Z2
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z3
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z1, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z1, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z13
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3293:
+	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS    Z3, Z14, Z14
+	VADDPS    Z4, Z14, Z14
+	VPADDD.Z  64(SI)(BX*4), Z5, K2, Z15
+	VCVTDQ2PS Z15, Z15
+	VMULPS    Z6, Z15, Z15
+	VADDPS    Z7, Z15, Z15
+	VPADDD.Z  128(SI)(BX*4), Z8, K3, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS    Z9, Z16, Z16
+	VADDPS    Z10, Z16, Z16
+	VPADDD.Z  192(SI)(BX*4), Z11, K4, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z12, Z17, Z17
+	VADDPS    Z13, Z17, Z17
+	VCMPPS    $0x16, Z1, Z14, K5
+	VMOVAPS.Z Z14, K5, Z14
+	VCMPPS    $0x16, Z1, Z15, K5
+	VMOVAPS.Z Z15, K5, Z15
+	VCMPPS    $0x16, Z1, Z16, K5
+	VMOVAPS.Z Z16, K5, Z16
+	VCMPPS    $0x16, Z1, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VMOVUPS.Z (DI)(BX*4), K1, Z18
+	VMULPS    Z18, Z14, Z14
+	VMOVUPS   Z14, K1, (R8)(BX*4)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z14
+	VMULPS    Z14, Z15, Z15
+	VMOVUPS   Z15, K2, 64(R8)(BX*4)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z14
+	VMULPS    Z14, Z16, Z16
+	VMOVUPS   Z16, K3, 128(R8)(BX*4)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z14
+	VMULPS    Z14, Z17, Z17
+	VMOVUPS   Z17, K4, 192(R8)(BX*4)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_3293
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_3292
+	JMP       epi_done_2809
+
+epi_flag_3288:
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3294
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -66896,7 +72528,7 @@ epi_flag_3132:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3135:
+epi_strip_3295:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -66936,7 +72568,7 @@ epi_strip_3135:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3136:
+epi_row_3296:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -66991,15 +72623,130 @@ epi_row_3136:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3136
+	JL           epi_row_3296
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3135
+	JL           epi_strip_3295
 	JMP          epi_done_2809
 
-epi_flag_3131:
+epi_flag_3294:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	MOVQ   rowScale+64(FP), BX
+	MOVQ   rowZero+48(FP), SI
+	VPXORD Z1, Z1, Z1
+	XORQ   DI, DI
+
+epi_strip_3297:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z2
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z3
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z13
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3298:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z2, Z0, Z15
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
+	VPSUBD       Z15, Z14, Z14
+	VCVTDQ2PS    Z14, Z14
+	VMULPS       Z3, Z14, Z14
+	VMULPS.BCST  (BX)(R11*4), Z14, Z14
+	VADDPS       Z4, Z14, Z14
+	VPMULLD      Z5, Z0, Z16
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z15
+	VPSUBD       Z16, Z15, Z15
+	VCVTDQ2PS    Z15, Z15
+	VMULPS       Z6, Z15, Z15
+	VMULPS.BCST  (BX)(R11*4), Z15, Z15
+	VADDPS       Z7, Z15, Z15
+	VPMULLD      Z8, Z0, Z17
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z16
+	VPSUBD       Z17, Z16, Z16
+	VCVTDQ2PS    Z16, Z16
+	VMULPS       Z9, Z16, Z16
+	VMULPS.BCST  (BX)(R11*4), Z16, Z16
+	VADDPS       Z10, Z16, Z16
+	VPMULLD      Z11, Z0, Z17
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z17, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z12, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z13, Z0, Z0
+	VCMPPS       $0x16, Z1, Z14, K5
+	VMOVAPS.Z    Z14, K5, Z14
+	VCMPPS       $0x16, Z1, Z15, K5
+	VMOVAPS.Z    Z15, K5, Z15
+	VCMPPS       $0x16, Z1, Z16, K5
+	VMOVAPS.Z    Z16, K5, Z16
+	VCMPPS       $0x16, Z1, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z17
+	VMULPS       Z17, Z14, Z14
+	VMOVUPS      Z14, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z14
+	VMULPS       Z14, Z15, Z15
+	VMOVUPS      Z15, K2, 64(R10)(DI*4)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z14
+	VMULPS       Z14, Z16, Z16
+	VMOVUPS      Z16, K3, 128(R10)(DI*4)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z14
+	VMULPS       Z14, Z0, Z0
+	VMOVUPS      Z0, K4, 192(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3298
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3297
+	JMP          epi_done_2809
+
+epi_flag_3287:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3137
+	JNZ          epi_flag_3299
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3300
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67014,7 +72761,7 @@ epi_flag_3131:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3138:
+epi_strip_3301:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -67062,7 +72809,7 @@ epi_strip_3138:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3139:
+epi_row_3302:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -67120,13 +72867,142 @@ epi_row_3139:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3139
+	JL        epi_row_3302
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3138
+	JL        epi_strip_3301
 	JMP       epi_done_2809
 
-epi_flag_3137:
+epi_flag_3300:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         BX, BX
+
+epi_strip_3303:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000040, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z4, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z6
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VPMULLD     Z11, Z0, Z11
+	VPSUBD      Z11, Z4, Z11
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z12
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   128(SI)(BX*4), K3, Z13
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z14
+	VPMULLD     Z14, Z0, Z14
+	VPSUBD      Z14, Z4, Z14
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z15
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   192(SI)(BX*4), K4, Z16
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3304:
+	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
+	VCVTDQ2PS Z17, Z17
+	VMULPS    Z6, Z17, Z17
+	VADDPS    Z7, Z17, Z17
+	VPADDD.Z  64(SI)(BX*4), Z8, K2, Z18
+	VCVTDQ2PS Z18, Z18
+	VMULPS    Z9, Z18, Z18
+	VADDPS    Z10, Z18, Z18
+	VPADDD.Z  128(SI)(BX*4), Z11, K3, Z19
+	VCVTDQ2PS Z19, Z19
+	VMULPS    Z12, Z19, Z19
+	VADDPS    Z13, Z19, Z19
+	VPADDD.Z  192(SI)(BX*4), Z14, K4, Z20
+	VCVTDQ2PS Z20, Z20
+	VMULPS    Z15, Z20, Z20
+	VADDPS    Z16, Z20, Z20
+	VCMPPS    $0x16, Z4, Z17, K5
+	VMOVAPS.Z Z17, K5, Z17
+	VCMPPS    $0x16, Z4, Z18, K5
+	VMOVAPS.Z Z18, K5, Z18
+	VCMPPS    $0x16, Z4, Z19, K5
+	VMOVAPS.Z Z19, K5, Z19
+	VCMPPS    $0x16, Z4, Z20, K5
+	VMOVAPS.Z Z20, K5, Z20
+	VMOVUPS.Z (DI)(BX*4), K1, Z21
+	VMULPS    Z21, Z17, Z17
+	VMULPS    Z1, Z17, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K1, (R8)(BX*1)
+	VMOVUPS.Z 64(DI)(BX*4), K2, Z17
+	VMULPS    Z17, Z18, Z18
+	VMULPS    Z1, Z18, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K2, 16(R8)(BX*1)
+	VMOVUPS.Z 128(DI)(BX*4), K3, Z17
+	VMULPS    Z17, Z19, Z19
+	VMULPS    Z1, Z19, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K3, 32(R8)(BX*1)
+	VMOVUPS.Z 192(DI)(BX*4), K4, Z17
+	VMULPS    Z17, Z20, Z20
+	VMULPS    Z1, Z20, Z17
+	VMAXPS    Z2, Z17, Z17
+	VCVTPS2DQ Z17, Z17
+	VPADDD    Z3, Z17, Z17
+	VPMOVUSDB Z17, K4, 48(R8)(BX*1)
+	ADDQ      AX, SI
+	ADDQ      CX, DI
+	ADDQ      DX, R8
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi_row_3304
+	ADDQ      $0x40, BX
+	CMPQ      BX, n+24(FP)
+	JL        epi_strip_3303
+	JMP       epi_done_2809
+
+epi_flag_3299:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3305
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67141,7 +73017,7 @@ epi_flag_3137:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3140:
+epi_strip_3306:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -67181,7 +73057,7 @@ epi_strip_3140:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3141:
+epi_row_3307:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -67252,10 +73128,142 @@ epi_row_3141:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3141
+	JL           epi_row_3307
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3140
+	JL           epi_strip_3306
+	JMP          epi_done_2809
+
+epi_flag_3305:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	XORQ         DI, DI
+
+epi_strip_3308:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000040, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	KSHIFTRQ    $0x20, K1, K3
+	KSHIFTRQ    $0x30, K1, K4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z6
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z10
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 128(R8)(DI*4), K3, Z11
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z12
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   128(R8)(DI*4), K3, Z13
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 192(R8)(DI*4), K4, Z14
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z15
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   192(R8)(DI*4), K4, Z16
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3309:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z5, Z0, Z18
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
+	VPSUBD       Z18, Z17, Z17
+	VCVTDQ2PS    Z17, Z17
+	VMULPS       Z6, Z17, Z17
+	VMULPS.BCST  (BX)(R11*4), Z17, Z17
+	VADDPS       Z7, Z17, Z17
+	VPMULLD      Z8, Z0, Z19
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z18
+	VPSUBD       Z19, Z18, Z18
+	VCVTDQ2PS    Z18, Z18
+	VMULPS       Z9, Z18, Z18
+	VMULPS.BCST  (BX)(R11*4), Z18, Z18
+	VADDPS       Z10, Z18, Z18
+	VPMULLD      Z11, Z0, Z20
+	VMOVDQU32.Z  128(R8)(DI*4), K3, Z19
+	VPSUBD       Z20, Z19, Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z12, Z19, Z19
+	VMULPS.BCST  (BX)(R11*4), Z19, Z19
+	VADDPS       Z13, Z19, Z19
+	VPMULLD      Z14, Z0, Z20
+	VMOVDQU32.Z  192(R8)(DI*4), K4, Z0
+	VPSUBD       Z20, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z15, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z16, Z0, Z0
+	VCMPPS       $0x16, Z4, Z17, K5
+	VMOVAPS.Z    Z17, K5, Z17
+	VCMPPS       $0x16, Z4, Z18, K5
+	VMOVAPS.Z    Z18, K5, Z18
+	VCMPPS       $0x16, Z4, Z19, K5
+	VMOVAPS.Z    Z19, K5, Z19
+	VCMPPS       $0x16, Z4, Z0, K5
+	VMOVAPS.Z    Z0, K5, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z20
+	VMULPS       Z20, Z17, Z17
+	VMULPS       Z1, Z17, Z17
+	VMAXPS       Z2, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z3, Z17, Z17
+	VPMOVUSDB    Z17, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z17
+	VMULPS       Z17, Z18, Z18
+	VMULPS       Z1, Z18, Z17
+	VMAXPS       Z2, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z3, Z17, Z17
+	VPMOVUSDB    Z17, K2, 16(R10)(DI*1)
+	VMOVUPS.Z    128(R9)(DI*4), K3, Z17
+	VMULPS       Z17, Z19, Z19
+	VMULPS       Z1, Z19, Z17
+	VMAXPS       Z2, Z17, Z17
+	VCVTPS2DQ    Z17, Z17
+	VPADDD       Z3, Z17, Z17
+	VPMOVUSDB    Z17, K3, 32(R10)(DI*1)
+	VMOVUPS.Z    192(R9)(DI*4), K4, Z17
+	VMULPS       Z17, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K4, 48(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3309
+	ADDQ         $0x40, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3308
 
 epi_done_2809:
 	VZEROUPPER
@@ -67270,34 +73278,34 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_3142
+	JEQ  epi2_none_3310
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_3143
+	JEQ  epi2_gelu_3311
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_3143
+	JEQ  epi2_gelu_3311
 	CMPQ CX, $0x00000004
-	JEQ  epi2_gelu_u8_3144
+	JEQ  epi2_gelu_u8_3312
 	CMPQ CX, $0x00000005
-	JEQ  epi2_gelu_u8_3144
+	JEQ  epi2_gelu_u8_3312
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_3145
+	JEQ  epi2_relu_3313
 
-epi2_none_3146:
+epi2_none_3314:
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_3142:
+epi2_none_3310:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_3148
+	JNZ   epi_flag_3316
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_3149
+	JNZ   epi_flag_3317
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3150
+	JNZ   epi_flag_3318
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3151
+	JNZ   epi_flag_3319
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3152
+	JNZ   epi_flag_3320
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -67308,25 +73316,25 @@ epi2_none_3142:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_3153:
+epi2_row_3321:
 	XORQ R9, R9
 
-epi2_col_3154:
+epi2_col_3322:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_3154
+	JL        epi2_col_3322
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_3153
-	JMP       epi2_done_3147
+	JL        epi2_row_3321
+	JMP       epi2_done_3315
 
-epi_flag_3152:
+epi_flag_3320:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -67338,11 +73346,11 @@ epi_flag_3152:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_3155:
+epi2_row_3323:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_3156:
+epi2_col_3324:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -67350,17 +73358,17 @@ epi2_col_3156:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3156
+	JL        epi2_col_3324
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3155
-	JMP       epi2_done_3147
+	JL        epi2_row_3323
+	JMP       epi2_done_3315
 
-epi_flag_3151:
+epi_flag_3319:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3157
+	JNZ          epi_flag_3325
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67381,10 +73389,10 @@ epi_flag_3151:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_3158:
+epi2_row_3326:
 	XORQ R9, R9
 
-epi2_col_3159:
+epi2_col_3327:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -67399,15 +73407,15 @@ epi2_col_3159:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_3159
+	JL           epi2_col_3327
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_3158
-	JMP          epi2_done_3147
+	JL           epi2_row_3326
+	JMP          epi2_done_3315
 
-epi_flag_3157:
+epi_flag_3325:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67429,11 +73437,11 @@ epi_flag_3157:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3160:
+epi2_row_3328:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_3161:
+epi2_col_3329:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -67449,19 +73457,21 @@ epi2_col_3161:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3161
+	JL           epi2_col_3329
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3160
-	JMP          epi2_done_3147
+	JL           epi2_row_3328
+	JMP          epi2_done_3315
 
-epi_flag_3150:
+epi_flag_3318:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3162
+	JNZ   epi_flag_3330
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3163
+	JNZ   epi_flag_3331
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3332
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -67475,10 +73485,10 @@ epi_flag_3150:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3164:
+epi2_row_3333:
 	XORQ R11, R11
 
-epi2_col_3165:
+epi2_col_3334:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -67486,16 +73496,89 @@ epi2_col_3165:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3165
+	JL        epi2_col_3334
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3164
-	JMP       epi2_done_3147
+	JL        epi2_row_3333
+	JMP       epi2_done_3315
 
-epi_flag_3163:
+epi_flag_3332:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ res+80(FP), DX
+	MOVQ outStride+112(FP), BX
+	SHLQ $0x02, BX
+	MOVQ outF32+96(FP), SI
+	MOVQ scale+56(FP), DI
+	MOVQ n+24(FP), R8
+	MOVQ c+0(FP), R9
+	XORQ R10, R10
+
+epi2_row_3335:
+	XORQ R11, R11
+
+epi2_col_3336:
+	VMOVDQU   (R9)(R11*4), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (DI)(R11*4), Y0, Y0
+	VMULPS    (DX)(R11*4), Y0, Y0
+	VMOVUPS   Y0, (SI)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_3336
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_3335
+	JMP       epi2_done_3315
+
+epi_flag_3331:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3337
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_3338:
+	VBROADCASTSS (DI)(R11*4), Y0
+	XORQ         R12, R12
+
+epi2_col_3339:
+	VMOVDQU   (R10)(R12*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (R8)(R12*4), Y1, Y1
+	VMULPS    Y0, Y1, Y1
+	VADDPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3339
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3338
+	JMP       epi2_done_3315
+
+epi_flag_3337:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -67510,31 +73593,33 @@ epi_flag_3163:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_3166:
+epi2_row_3340:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3167:
+epi2_col_3341:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
 	VMULPS    Y0, Y1, Y1
-	VADDPS    (DX)(R12*4), Y1, Y1
+	VMULPS    (DX)(R12*4), Y1, Y1
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3167
+	JL        epi2_col_3341
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3166
-	JMP       epi2_done_3147
+	JL        epi2_row_3340
+	JMP       epi2_done_3315
 
-epi_flag_3162:
+epi_flag_3330:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3168
+	JNZ          epi_flag_3342
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3343
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67558,10 +73643,10 @@ epi_flag_3162:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3169:
+epi2_row_3344:
 	XORQ R11, R11
 
-epi2_col_3170:
+epi2_col_3345:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -67577,16 +73662,70 @@ epi2_col_3170:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3170
+	JL           epi2_col_3345
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3169
-	JMP          epi2_done_3147
+	JL           epi2_row_3344
+	JMP          epi2_done_3315
 
-epi_flag_3168:
+epi_flag_3343:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_3346:
+	XORQ R11, R11
+
+epi2_col_3347:
+	VMOVDQU      (R9)(R11*4), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       (DI)(R11*4), Y0, Y0
+	VMULPS       (DX)(R11*4), Y0, Y0
+	VMULPS       (SP), Y0, Y0
+	VMAXPS       32(SP), Y0, Y0
+	VMINPS       64(SP), Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPADDD       96(SP), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X0
+	VPACKUSWB    X0, X0, X0
+	VMOVQ        X0, (SI)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_3347
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_3346
+	JMP          epi2_done_3315
+
+epi_flag_3342:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3348
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67611,11 +73750,11 @@ epi_flag_3168:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3171:
+epi2_row_3349:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3172:
+epi2_col_3350:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -67632,22 +73771,77 @@ epi2_col_3172:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3172
+	JL           epi2_col_3350
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3171
-	JMP          epi2_done_3147
+	JL           epi2_row_3349
+	JMP          epi2_done_3315
 
-epi_flag_3149:
+epi_flag_3348:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3351:
+	VBROADCASTSS (DI)(R11*4), Y0
+	XORQ         R12, R12
+
+epi2_col_3352:
+	VMOVDQU      (R10)(R12*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (R8)(R12*4), Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3352
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3351
+	JMP          epi2_done_3315
+
+epi_flag_3317:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3173
+	JNZ   epi_flag_3353
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3174
+	JNZ   epi_flag_3354
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3175
+	JNZ   epi_flag_3355
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -67659,10 +73853,10 @@ epi_flag_3149:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3176:
+epi2_row_3356:
 	XORQ R10, R10
 
-epi2_col_3177:
+epi2_col_3357:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -67670,15 +73864,15 @@ epi2_col_3177:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3177
+	JL        epi2_col_3357
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3176
-	JMP       epi2_done_3147
+	JL        epi2_row_3356
+	JMP       epi2_done_3315
 
-epi_flag_3175:
+epi_flag_3355:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -67691,11 +73885,11 @@ epi_flag_3175:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_3178:
+epi2_row_3358:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_3179:
+epi2_col_3359:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -67704,17 +73898,17 @@ epi2_col_3179:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3179
+	JL        epi2_col_3359
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3178
-	JMP       epi2_done_3147
+	JL        epi2_row_3358
+	JMP       epi2_done_3315
 
-epi_flag_3174:
+epi_flag_3354:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3180
+	JNZ          epi_flag_3360
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67736,10 +73930,10 @@ epi_flag_3174:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3181:
+epi2_row_3361:
 	XORQ R10, R10
 
-epi2_col_3182:
+epi2_col_3362:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -67755,15 +73949,15 @@ epi2_col_3182:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3182
+	JL           epi2_col_3362
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3181
-	JMP          epi2_done_3147
+	JL           epi2_row_3361
+	JMP          epi2_done_3315
 
-epi_flag_3180:
+epi_flag_3360:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67786,11 +73980,11 @@ epi_flag_3180:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3183:
+epi2_row_3363:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_3184:
+epi2_col_3364:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -67807,19 +74001,21 @@ epi2_col_3184:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3184
+	JL           epi2_col_3364
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3183
-	JMP          epi2_done_3147
+	JL           epi2_row_3363
+	JMP          epi2_done_3315
 
-epi_flag_3173:
+epi_flag_3353:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3185
+	JNZ   epi_flag_3365
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3186
+	JNZ   epi_flag_3366
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3367
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -67834,10 +74030,10 @@ epi_flag_3173:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3187:
+epi2_row_3368:
 	XORQ R12, R12
 
-epi2_col_3188:
+epi2_col_3369:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -67846,16 +74042,93 @@ epi2_col_3188:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3188
+	JL        epi2_col_3369
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3187
-	JMP       epi2_done_3147
+	JL        epi2_row_3368
+	JMP       epi2_done_3315
 
-epi_flag_3186:
+epi_flag_3367:
+	MOVQ ldc+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ resStride+88(FP), CX
+	SHLQ $0x02, CX
+	MOVQ res+80(FP), DX
+	MOVQ outStride+112(FP), BX
+	SHLQ $0x02, BX
+	MOVQ outF32+96(FP), SI
+	MOVQ scale+56(FP), DI
+	MOVQ bias+72(FP), R8
+	MOVQ n+24(FP), R9
+	MOVQ c+0(FP), R10
+	XORQ R11, R11
+
+epi2_row_3370:
+	XORQ R12, R12
+
+epi2_col_3371:
+	VMOVDQU   (R10)(R12*4), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS    (DI)(R12*4), Y0, Y0
+	VADDPS    (R8)(R12*4), Y0, Y0
+	VMULPS    (DX)(R12*4), Y0, Y0
+	VMOVUPS   Y0, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3371
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3370
+	JMP       epi2_done_3315
+
+epi_flag_3366:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3372
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  bias+72(FP), R9
+	MOVQ  n+24(FP), R10
+	MOVQ  c+0(FP), R11
+	XORQ  R12, R12
+
+epi2_row_3373:
+	VBROADCASTSS (DI)(R12*4), Y0
+	XORQ         R13, R13
+
+epi2_col_3374:
+	VMOVDQU   (R11)(R13*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (R8)(R13*4), Y1, Y1
+	VMULPS    Y0, Y1, Y1
+	VADDPS    (R9)(R13*4), Y1, Y1
+	VADDPS    (DX)(R13*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_3374
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_3373
+	JMP       epi2_done_3315
+
+epi_flag_3372:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -67871,32 +74144,34 @@ epi_flag_3186:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_3189:
+epi2_row_3375:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3190:
+epi2_col_3376:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
 	VMULPS    Y0, Y1, Y1
 	VADDPS    (R9)(R13*4), Y1, Y1
-	VADDPS    (DX)(R13*4), Y1, Y1
+	VMULPS    (DX)(R13*4), Y1, Y1
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3190
+	JL        epi2_col_3376
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3189
-	JMP       epi2_done_3147
+	JL        epi2_row_3375
+	JMP       epi2_done_3315
 
-epi_flag_3185:
+epi_flag_3365:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3191
+	JNZ          epi_flag_3377
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3378
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67921,10 +74196,10 @@ epi_flag_3185:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3192:
+epi2_row_3379:
 	XORQ R12, R12
 
-epi2_col_3193:
+epi2_col_3380:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -67941,16 +74216,72 @@ epi2_col_3193:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3193
+	JL           epi2_col_3380
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3192
-	JMP          epi2_done_3147
+	JL           epi2_row_3379
+	JMP          epi2_done_3315
 
-epi_flag_3191:
+epi_flag_3378:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3381:
+	XORQ R12, R12
+
+epi2_col_3382:
+	VMOVDQU      (R10)(R12*4), Y0
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       (DI)(R12*4), Y0, Y0
+	VADDPS       (R8)(R12*4), Y0, Y0
+	VMULPS       (DX)(R12*4), Y0, Y0
+	VMULPS       (SP), Y0, Y0
+	VMAXPS       32(SP), Y0, Y0
+	VMINPS       64(SP), Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPADDD       96(SP), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X0
+	VPACKUSWB    X0, X0, X0
+	VMOVQ        X0, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3382
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3381
+	JMP          epi2_done_3315
+
+epi_flag_3377:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3383
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -67976,11 +74307,11 @@ epi_flag_3191:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3194:
+epi2_row_3384:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3195:
+epi2_col_3385:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -67998,24 +74329,81 @@ epi2_col_3195:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3195
+	JL           epi2_col_3385
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3194
-	JMP          epi2_done_3147
+	JL           epi2_row_3384
+	JMP          epi2_done_3315
 
-epi_flag_3148:
+epi_flag_3383:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3386:
+	VBROADCASTSS (DI)(R12*4), Y0
+	XORQ         R13, R13
+
+epi2_col_3387:
+	VMOVDQU      (R11)(R13*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (R8)(R13*4), Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       (R9)(R13*4), Y1, Y1
+	VMULPS       (DX)(R13*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3387
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3386
+	JMP          epi2_done_3315
+
+epi_flag_3316:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3196
+	JNZ          epi_flag_3388
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3197
+	JNZ          epi_flag_3389
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3198
+	JNZ          epi_flag_3390
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3199
+	JNZ          epi_flag_3391
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -68028,10 +74416,10 @@ epi_flag_3148:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3200:
+epi2_row_3392:
 	XORQ R10, R10
 
-epi2_col_3201:
+epi2_col_3393:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -68040,15 +74428,15 @@ epi2_col_3201:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3201
+	JL        epi2_col_3393
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3200
-	JMP       epi2_done_3147
+	JL        epi2_row_3392
+	JMP       epi2_done_3315
 
-epi_flag_3199:
+epi_flag_3391:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -68062,12 +74450,12 @@ epi_flag_3199:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_3202:
+epi2_row_3394:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3203:
+epi2_col_3395:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -68077,17 +74465,17 @@ epi2_col_3203:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3203
+	JL        epi2_col_3395
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3202
-	JMP       epi2_done_3147
+	JL        epi2_row_3394
+	JMP       epi2_done_3315
 
-epi_flag_3198:
+epi_flag_3390:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3204
+	JNZ          epi_flag_3396
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -68110,10 +74498,10 @@ epi_flag_3198:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3205:
+epi2_row_3397:
 	XORQ R10, R10
 
-epi2_col_3206:
+epi2_col_3398:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -68130,15 +74518,15 @@ epi2_col_3206:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3206
+	JL           epi2_col_3398
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3205
-	JMP          epi2_done_3147
+	JL           epi2_row_3397
+	JMP          epi2_done_3315
 
-epi_flag_3204:
+epi_flag_3396:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68162,12 +74550,12 @@ epi_flag_3204:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3207:
+epi2_row_3399:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3208:
+epi2_col_3400:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -68185,19 +74573,21 @@ epi2_col_3208:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3208
+	JL           epi2_col_3400
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3207
-	JMP          epi2_done_3147
+	JL           epi2_row_3399
+	JMP          epi2_done_3315
 
-epi_flag_3197:
+epi_flag_3389:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3209
+	JNZ          epi_flag_3401
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3210
+	JNZ          epi_flag_3402
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3403
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -68213,10 +74603,10 @@ epi_flag_3197:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3211:
+epi2_row_3404:
 	XORQ R12, R12
 
-epi2_col_3212:
+epi2_col_3405:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -68226,16 +74616,98 @@ epi2_col_3212:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3212
+	JL        epi2_col_3405
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3211
-	JMP       epi2_done_3147
+	JL        epi2_row_3404
+	JMP       epi2_done_3315
 
-epi_flag_3210:
+epi_flag_3403:
+	VBROADCASTSS aZero+40(FP), Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3406:
+	XORQ R12, R12
+
+epi2_col_3407:
+	VMOVDQU   (R10)(R12*4), Y1
+	VPMULLD   (R8)(R12*4), Y0, Y2
+	VPSUBD    Y2, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R12*4), Y1, Y1
+	VMULPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3407
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3406
+	JMP       epi2_done_3315
+
+epi_flag_3402:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3408
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  n+24(FP), R11
+	MOVQ  c+0(FP), R12
+	XORQ  R13, R13
+
+epi2_row_3409:
+	VBROADCASTSS (DI)(R13*4), Y0
+	VPBROADCASTD (R8)(R13*4), Y1
+	XORQ         R14, R14
+
+epi2_col_3410:
+	VMOVDQU   (R12)(R14*4), Y2
+	VPMULLD   (R10)(R14*4), Y1, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R9)(R14*4), Y2, Y2
+	VMULPS    Y0, Y2, Y2
+	VADDPS    (DX)(R14*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R14*4)
+	ADDQ      $0x08, R14
+	CMPQ      R14, R11
+	JL        epi2_col_3410
+	ADDQ      AX, R12
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R13
+	CMPQ      R13, m+16(FP)
+	JL        epi2_row_3409
+	JMP       epi2_done_3315
+
+epi_flag_3408:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -68252,34 +74724,36 @@ epi_flag_3210:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_3213:
+epi2_row_3411:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3214:
+epi2_col_3412:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R9)(R14*4), Y2, Y2
 	VMULPS    Y0, Y2, Y2
-	VADDPS    (DX)(R14*4), Y2, Y2
+	VMULPS    (DX)(R14*4), Y2, Y2
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3214
+	JL        epi2_col_3412
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3213
-	JMP       epi2_done_3147
+	JL        epi2_row_3411
+	JMP       epi2_done_3315
 
-epi_flag_3209:
+epi_flag_3401:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3215
+	JNZ          epi_flag_3413
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3414
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -68305,10 +74779,10 @@ epi_flag_3209:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3216:
+epi2_row_3415:
 	XORQ R12, R12
 
-epi2_col_3217:
+epi2_col_3416:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -68326,16 +74800,74 @@ epi2_col_3217:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3217
+	JL           epi2_col_3416
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3216
-	JMP          epi2_done_3147
+	JL           epi2_row_3415
+	JMP          epi2_done_3315
 
-epi_flag_3215:
+epi_flag_3414:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3417:
+	XORQ R12, R12
+
+epi2_col_3418:
+	VMOVDQU      (R10)(R12*4), Y1
+	VPMULLD      (R8)(R12*4), Y0, Y2
+	VPSUBD       Y2, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R12*4), Y1, Y1
+	VMULPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3418
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3417
+	JMP          epi2_done_3315
+
+epi_flag_3413:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3419
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68362,12 +74894,12 @@ epi_flag_3215:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3218:
+epi2_row_3420:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3219:
+epi2_col_3421:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -68386,22 +74918,82 @@ epi2_col_3219:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3219
+	JL           epi2_col_3421
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3218
-	JMP          epi2_done_3147
+	JL           epi2_row_3420
+	JMP          epi2_done_3315
 
-epi_flag_3196:
+epi_flag_3419:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3422:
+	VBROADCASTSS (DI)(R13*4), Y0
+	VPBROADCASTD (R8)(R13*4), Y1
+	XORQ         R14, R14
+
+epi2_col_3423:
+	VMOVDQU      (R12)(R14*4), Y2
+	VPMULLD      (R10)(R14*4), Y1, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R9)(R14*4), Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMULPS       (DX)(R14*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3423
+	ADDQ         AX, R12
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3422
+	JMP          epi2_done_3315
+
+epi_flag_3388:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3220
+	JNZ          epi_flag_3424
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3221
+	JNZ          epi_flag_3425
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3222
+	JNZ          epi_flag_3426
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -68415,10 +75007,10 @@ epi_flag_3196:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3223:
+epi2_row_3427:
 	XORQ R11, R11
 
-epi2_col_3224:
+epi2_col_3428:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -68428,15 +75020,15 @@ epi2_col_3224:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3224
+	JL        epi2_col_3428
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3223
-	JMP       epi2_done_3147
+	JL        epi2_row_3427
+	JMP       epi2_done_3315
 
-epi_flag_3222:
+epi_flag_3426:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -68451,12 +75043,12 @@ epi_flag_3222:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_3225:
+epi2_row_3429:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3226:
+epi2_col_3430:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -68467,17 +75059,17 @@ epi2_col_3226:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3226
+	JL        epi2_col_3430
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3225
-	JMP       epi2_done_3147
+	JL        epi2_row_3429
+	JMP       epi2_done_3315
 
-epi_flag_3221:
+epi_flag_3425:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3227
+	JNZ          epi_flag_3431
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -68501,10 +75093,10 @@ epi_flag_3221:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3228:
+epi2_row_3432:
 	XORQ R11, R11
 
-epi2_col_3229:
+epi2_col_3433:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -68522,15 +75114,15 @@ epi2_col_3229:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3229
+	JL           epi2_col_3433
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3228
-	JMP          epi2_done_3147
+	JL           epi2_row_3432
+	JMP          epi2_done_3315
 
-epi_flag_3227:
+epi_flag_3431:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68555,12 +75147,12 @@ epi_flag_3227:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3230:
+epi2_row_3434:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3231:
+epi2_col_3435:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -68579,19 +75171,21 @@ epi2_col_3231:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3231
+	JL           epi2_col_3435
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3230
-	JMP          epi2_done_3147
+	JL           epi2_row_3434
+	JMP          epi2_done_3315
 
-epi_flag_3220:
+epi_flag_3424:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3232
+	JNZ          epi_flag_3436
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3233
+	JNZ          epi_flag_3437
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3438
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -68608,10 +75202,10 @@ epi_flag_3220:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3234:
+epi2_row_3439:
 	XORQ R13, R13
 
-epi2_col_3235:
+epi2_col_3440:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -68622,16 +75216,102 @@ epi2_col_3235:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3235
+	JL        epi2_col_3440
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3234
-	JMP       epi2_done_3147
+	JL        epi2_row_3439
+	JMP       epi2_done_3315
 
-epi_flag_3233:
+epi_flag_3438:
+	VBROADCASTSS aZero+40(FP), Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3441:
+	XORQ R13, R13
+
+epi2_col_3442:
+	VMOVDQU   (R11)(R13*4), Y1
+	VPMULLD   (R8)(R13*4), Y0, Y2
+	VPSUBD    Y2, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R13*4), Y1, Y1
+	VADDPS    (R9)(R13*4), Y1, Y1
+	VMULPS    (DX)(R13*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_3442
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_3441
+	JMP       epi2_done_3315
+
+epi_flag_3437:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3443
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  bias+72(FP), R11
+	MOVQ  n+24(FP), R12
+	MOVQ  c+0(FP), R13
+	XORQ  R14, R14
+
+epi2_row_3444:
+	VBROADCASTSS (DI)(R14*4), Y0
+	VPBROADCASTD (R8)(R14*4), Y1
+	XORQ         R15, R15
+
+epi2_col_3445:
+	VMOVDQU   (R13)(R15*4), Y2
+	VPMULLD   (R10)(R15*4), Y1, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R9)(R15*4), Y2, Y2
+	VMULPS    Y0, Y2, Y2
+	VADDPS    (R11)(R15*4), Y2, Y2
+	VADDPS    (DX)(R15*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R15*4)
+	ADDQ      $0x08, R15
+	CMPQ      R15, R12
+	JL        epi2_col_3445
+	ADDQ      AX, R13
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R14
+	CMPQ      R14, m+16(FP)
+	JL        epi2_row_3444
+	JMP       epi2_done_3315
+
+epi_flag_3443:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -68649,12 +75329,12 @@ epi_flag_3233:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_3236:
+epi2_row_3446:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3237:
+epi2_col_3447:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -68662,22 +75342,24 @@ epi2_col_3237:
 	VMULPS    (R9)(R15*4), Y2, Y2
 	VMULPS    Y0, Y2, Y2
 	VADDPS    (R11)(R15*4), Y2, Y2
-	VADDPS    (DX)(R15*4), Y2, Y2
+	VMULPS    (DX)(R15*4), Y2, Y2
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3237
+	JL        epi2_col_3447
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3236
-	JMP       epi2_done_3147
+	JL        epi2_row_3446
+	JMP       epi2_done_3315
 
-epi_flag_3232:
+epi_flag_3436:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3238
+	JNZ          epi_flag_3448
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3449
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -68704,10 +75386,10 @@ epi_flag_3232:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3239:
+epi2_row_3450:
 	XORQ R13, R13
 
-epi2_col_3240:
+epi2_col_3451:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -68726,16 +75408,76 @@ epi2_col_3240:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3240
+	JL           epi2_col_3451
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3239
-	JMP          epi2_done_3147
+	JL           epi2_row_3450
+	JMP          epi2_done_3315
 
-epi_flag_3238:
+epi_flag_3449:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3452:
+	XORQ R13, R13
+
+epi2_col_3453:
+	VMOVDQU      (R11)(R13*4), Y1
+	VPMULLD      (R8)(R13*4), Y0, Y2
+	VPSUBD       Y2, Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R13*4), Y1, Y1
+	VADDPS       (R9)(R13*4), Y1, Y1
+	VMULPS       (DX)(R13*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3453
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3452
+	JMP          epi2_done_3315
+
+epi_flag_3448:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3454
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68763,12 +75505,12 @@ epi_flag_3238:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3241:
+epi2_row_3455:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3242:
+epi2_col_3456:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -68788,26 +75530,88 @@ epi2_col_3242:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3242
+	JL           epi2_col_3456
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3241
-	JMP          epi2_done_3147
+	JL           epi2_row_3455
+	JMP          epi2_done_3315
 
-epi2_gelu_3143:
+epi_flag_3454:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         bias+72(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_3457:
+	VBROADCASTSS (DI)(R14*4), Y0
+	VPBROADCASTD (R8)(R14*4), Y1
+	XORQ         R15, R15
+
+epi2_col_3458:
+	VMOVDQU      (R13)(R15*4), Y2
+	VPMULLD      (R10)(R15*4), Y1, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R9)(R15*4), Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VADDPS       (R11)(R15*4), Y2, Y2
+	VMULPS       (DX)(R15*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_3458
+	ADDQ         AX, R13
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_3457
+	JMP          epi2_done_3315
+
+epi2_gelu_3311:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_3243
+	JNZ          epi_flag_3459
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3244
+	JNZ          epi_flag_3460
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3245
+	JNZ          epi_flag_3461
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3246
+	JNZ          epi_flag_3462
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3247
+	JNZ          epi_flag_3463
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -68828,10 +75632,10 @@ epi2_gelu_3143:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3248:
+epi2_row_3464:
 	XORQ R10, R10
 
-epi2_col_3249:
+epi2_col_3465:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -68870,15 +75674,15 @@ epi2_col_3249:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_3249
+	JL          epi2_col_3465
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_3248
-	JMP         epi2_done_3147
+	JL          epi2_row_3464
+	JMP         epi2_done_3315
 
-epi_flag_3247:
+epi_flag_3463:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -68900,11 +75704,11 @@ epi_flag_3247:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3250:
+epi2_row_3466:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3251:
+epi2_col_3467:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -68944,17 +75748,17 @@ epi2_col_3251:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3251
+	JL          epi2_col_3467
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3250
-	JMP         epi2_done_3147
+	JL          epi2_row_3466
+	JMP         epi2_done_3315
 
-epi_flag_3246:
+epi_flag_3462:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3252
+	JNZ          epi_flag_3468
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -68985,10 +75789,10 @@ epi_flag_3246:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3253:
+epi2_row_3469:
 	XORQ R10, R10
 
-epi2_col_3254:
+epi2_col_3470:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -69035,15 +75839,15 @@ epi2_col_3254:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3254
+	JL           epi2_col_3470
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3253
-	JMP          epi2_done_3147
+	JL           epi2_row_3469
+	JMP          epi2_done_3315
 
-epi_flag_3252:
+epi_flag_3468:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69075,11 +75879,11 @@ epi_flag_3252:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3255:
+epi2_row_3471:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3256:
+epi2_col_3472:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -69127,19 +75931,21 @@ epi2_col_3256:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3256
+	JL           epi2_col_3472
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3255
-	JMP          epi2_done_3147
+	JL           epi2_row_3471
+	JMP          epi2_done_3315
 
-epi_flag_3245:
+epi_flag_3461:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3257
+	JNZ          epi_flag_3473
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3258
+	JNZ          epi_flag_3474
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3475
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -69163,10 +75969,10 @@ epi_flag_3245:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3259:
+epi2_row_3476:
 	XORQ R12, R12
 
-epi2_col_3260:
+epi2_col_3477:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -69206,16 +76012,94 @@ epi2_col_3260:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3260
+	JL          epi2_col_3477
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3259
-	JMP         epi2_done_3147
+	JL          epi2_row_3476
+	JMP         epi2_done_3315
 
-epi_flag_3258:
+epi_flag_3475:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3478:
+	XORQ R12, R12
+
+epi2_col_3479:
+	VMOVDQU     (R10)(R12*4), Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      (R8)(R12*4), Y4, Y4
+	VMULPS      Y1, Y4, Y5
+	VANDPS      Y0, Y5, Y5
+	VMINPS      Y2, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     320(AX), Y6, Y8
+	VPERMPS     352(AX), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     256(AX), Y6, Y9
+	VPERMPS     288(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     192(AX), Y6, Y9
+	VPERMPS     224(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     128(AX), Y6, Y9
+	VPERMPS     160(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     64(AX), Y6, Y9
+	VPERMPS     96(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     (AX), Y6, Y9
+	VPERMPS     32(AX), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y3, Y4
+	VADDPS      Y8, Y4, Y4
+	VMULPS      (BX)(R12*4), Y4, Y4
+	VMOVUPS     Y4, (DI)(R12*4)
+	ADDQ        $0x08, R12
+	CMPQ        R12, R9
+	JL          epi2_col_3479
+	ADDQ        CX, R10
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R11
+	CMPQ        R11, m+16(FP)
+	JL          epi2_row_3478
+	JMP         epi2_done_3315
+
+epi_flag_3474:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3480
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -69240,11 +76124,11 @@ epi_flag_3258:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3261:
+epi2_row_3481:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3262:
+epi2_col_3482:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -69285,18 +76169,99 @@ epi2_col_3262:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3262
+	JL          epi2_col_3482
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3261
-	JMP         epi2_done_3147
+	JL          epi2_row_3481
+	JMP         epi2_done_3315
 
-epi_flag_3257:
+epi_flag_3480:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3483:
+	VBROADCASTSS (R8)(R12*4), Y4
+	XORQ         R13, R13
+
+epi2_col_3484:
+	VMOVDQU     (R11)(R13*4), Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R9)(R13*4), Y5, Y5
+	VMULPS      Y4, Y5, Y5
+	VMULPS      Y1, Y5, Y6
+	VANDPS      Y0, Y6, Y6
+	VMINPS      Y2, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y3, Y5
+	VADDPS      Y9, Y5, Y5
+	VMULPS      (BX)(R13*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R13*4)
+	ADDQ        $0x08, R13
+	CMPQ        R13, R10
+	JL          epi2_col_3484
+	ADDQ        CX, R11
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R12
+	CMPQ        R12, m+16(FP)
+	JL          epi2_row_3483
+	JMP         epi2_done_3315
+
+epi_flag_3473:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3263
+	JNZ          epi_flag_3485
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3486
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69330,10 +76295,10 @@ epi_flag_3257:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3264:
+epi2_row_3487:
 	XORQ R12, R12
 
-epi2_col_3265:
+epi2_col_3488:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -69381,16 +76346,112 @@ epi2_col_3265:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3265
+	JL           epi2_col_3488
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3264
-	JMP          epi2_done_3147
+	JL           epi2_row_3487
+	JMP          epi2_done_3315
 
-epi_flag_3263:
+epi_flag_3486:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3489:
+	XORQ R12, R12
+
+epi2_col_3490:
+	VMOVDQU      (R10)(R12*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R12*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      320(AX), Y6, Y8
+	VPERMPS      352(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      256(AX), Y6, Y9
+	VPERMPS      288(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      192(AX), Y6, Y9
+	VPERMPS      224(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (BX)(R12*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3490
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3489
+	JMP          epi2_done_3315
+
+epi_flag_3485:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3491
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69425,11 +76486,11 @@ epi_flag_3263:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3266:
+epi2_row_3492:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3267:
+epi2_col_3493:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -69478,22 +76539,119 @@ epi2_col_3267:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3267
+	JL           epi2_col_3493
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3266
-	JMP          epi2_done_3147
+	JL           epi2_row_3492
+	JMP          epi2_done_3315
 
-epi_flag_3244:
+epi_flag_3491:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3494:
+	VBROADCASTSS (R8)(R12*4), Y4
+	XORQ         R13, R13
+
+epi2_col_3495:
+	VMOVDQU      (R11)(R13*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R13*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3495
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3494
+	JMP          epi2_done_3315
+
+epi_flag_3460:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3268
+	JNZ          epi_flag_3496
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3269
+	JNZ          epi_flag_3497
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3270
+	JNZ          epi_flag_3498
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -69515,10 +76673,10 @@ epi_flag_3244:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3271:
+epi2_row_3499:
 	XORQ R11, R11
 
-epi2_col_3272:
+epi2_col_3500:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -69558,15 +76716,15 @@ epi2_col_3272:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3272
+	JL          epi2_col_3500
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3271
-	JMP         epi2_done_3147
+	JL          epi2_row_3499
+	JMP         epi2_done_3315
 
-epi_flag_3270:
+epi_flag_3498:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -69589,11 +76747,11 @@ epi_flag_3270:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3273:
+epi2_row_3501:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3274:
+epi2_col_3502:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -69634,17 +76792,17 @@ epi2_col_3274:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3274
+	JL          epi2_col_3502
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3273
-	JMP         epi2_done_3147
+	JL          epi2_row_3501
+	JMP         epi2_done_3315
 
-epi_flag_3269:
+epi_flag_3497:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3275
+	JNZ          epi_flag_3503
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69676,10 +76834,10 @@ epi_flag_3269:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3276:
+epi2_row_3504:
 	XORQ R11, R11
 
-epi2_col_3277:
+epi2_col_3505:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -69727,15 +76885,15 @@ epi2_col_3277:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3277
+	JL           epi2_col_3505
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3276
-	JMP          epi2_done_3147
+	JL           epi2_row_3504
+	JMP          epi2_done_3315
 
-epi_flag_3275:
+epi_flag_3503:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -69768,11 +76926,11 @@ epi_flag_3275:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3278:
+epi2_row_3506:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3279:
+epi2_col_3507:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -69821,19 +76979,21 @@ epi2_col_3279:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3279
+	JL           epi2_col_3507
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3278
-	JMP          epi2_done_3147
+	JL           epi2_row_3506
+	JMP          epi2_done_3315
 
-epi_flag_3268:
+epi_flag_3496:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3280
+	JNZ          epi_flag_3508
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3281
+	JNZ          epi_flag_3509
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3510
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -69858,10 +77018,10 @@ epi_flag_3268:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3282:
+epi2_row_3511:
 	XORQ R13, R13
 
-epi2_col_3283:
+epi2_col_3512:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -69902,16 +77062,96 @@ epi2_col_3283:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3283
+	JL          epi2_col_3512
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3282
-	JMP         epi2_done_3147
+	JL          epi2_row_3511
+	JMP         epi2_done_3315
 
-epi_flag_3281:
+epi_flag_3510:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3513:
+	XORQ R13, R13
+
+epi2_col_3514:
+	VMOVDQU     (R11)(R13*4), Y4
+	VCVTDQ2PS   Y4, Y4
+	VMULPS      (R8)(R13*4), Y4, Y4
+	VADDPS      (R9)(R13*4), Y4, Y4
+	VMULPS      Y1, Y4, Y5
+	VANDPS      Y0, Y5, Y5
+	VMINPS      Y2, Y5, Y5
+	VCVTPS2DQ   Y5, Y6
+	VCVTDQ2PS   Y6, Y7
+	VSUBPS      Y7, Y5, Y7
+	VPSLLD      $0x1c, Y6, Y5
+	VPERMPS     320(AX), Y6, Y8
+	VPERMPS     352(AX), Y6, Y9
+	VBLENDVPS   Y5, Y9, Y8, Y8
+	VPERMPS     256(AX), Y6, Y9
+	VPERMPS     288(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     192(AX), Y6, Y9
+	VPERMPS     224(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     128(AX), Y6, Y9
+	VPERMPS     160(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     64(AX), Y6, Y9
+	VPERMPS     96(AX), Y6, Y10
+	VBLENDVPS   Y5, Y10, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VPERMPS     (AX), Y6, Y9
+	VPERMPS     32(AX), Y6, Y6
+	VBLENDVPS   Y5, Y6, Y9, Y9
+	VFMADD213PS Y9, Y7, Y8
+	VMAXPS      Y4, Y3, Y4
+	VADDPS      Y8, Y4, Y4
+	VMULPS      (BX)(R13*4), Y4, Y4
+	VMOVUPS     Y4, (DI)(R13*4)
+	ADDQ        $0x08, R13
+	CMPQ        R13, R10
+	JL          epi2_col_3514
+	ADDQ        CX, R11
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R12
+	CMPQ        R12, m+16(FP)
+	JL          epi2_row_3513
+	JMP         epi2_done_3315
+
+epi_flag_3509:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3515
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -69937,11 +77177,11 @@ epi_flag_3281:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3284:
+epi2_row_3516:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3285:
+epi2_col_3517:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -69983,18 +77223,101 @@ epi2_col_3285:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3285
+	JL          epi2_col_3517
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3284
-	JMP         epi2_done_3147
+	JL          epi2_row_3516
+	JMP         epi2_done_3315
 
-epi_flag_3280:
+epi_flag_3515:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3518:
+	VBROADCASTSS (R8)(R13*4), Y4
+	XORQ         R14, R14
+
+epi2_col_3519:
+	VMOVDQU     (R12)(R14*4), Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R9)(R14*4), Y5, Y5
+	VMULPS      Y4, Y5, Y5
+	VADDPS      (R10)(R14*4), Y5, Y5
+	VMULPS      Y1, Y5, Y6
+	VANDPS      Y0, Y6, Y6
+	VMINPS      Y2, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y3, Y5
+	VADDPS      Y9, Y5, Y5
+	VMULPS      (BX)(R14*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R14*4)
+	ADDQ        $0x08, R14
+	CMPQ        R14, R11
+	JL          epi2_col_3519
+	ADDQ        CX, R12
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R13
+	CMPQ        R13, m+16(FP)
+	JL          epi2_row_3518
+	JMP         epi2_done_3315
+
+epi_flag_3508:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3286
+	JNZ          epi_flag_3520
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3521
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70029,10 +77352,10 @@ epi_flag_3280:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3287:
+epi2_row_3522:
 	XORQ R13, R13
 
-epi2_col_3288:
+epi2_col_3523:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -70081,16 +77404,114 @@ epi2_col_3288:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3288
+	JL           epi2_col_3523
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3287
-	JMP          epi2_done_3147
+	JL           epi2_row_3522
+	JMP          epi2_done_3315
 
-epi_flag_3286:
+epi_flag_3521:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3524:
+	XORQ R13, R13
+
+epi2_col_3525:
+	VMOVDQU      (R11)(R13*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R13*4), Y4, Y4
+	VADDPS       (R9)(R13*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      320(AX), Y6, Y8
+	VPERMPS      352(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      256(AX), Y6, Y9
+	VPERMPS      288(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      192(AX), Y6, Y9
+	VPERMPS      224(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (BX)(R13*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3525
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3524
+	JMP          epi2_done_3315
+
+epi_flag_3520:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3526
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70126,11 +77547,11 @@ epi_flag_3286:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3289:
+epi2_row_3527:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3290:
+epi2_col_3528:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -70180,24 +77601,123 @@ epi2_col_3290:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3290
+	JL           epi2_col_3528
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3289
-	JMP          epi2_done_3147
+	JL           epi2_row_3527
+	JMP          epi2_done_3315
 
-epi_flag_3243:
+epi_flag_3526:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3529:
+	VBROADCASTSS (R8)(R13*4), Y4
+	XORQ         R14, R14
+
+epi2_col_3530:
+	VMOVDQU      (R12)(R14*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R14*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3530
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3529
+	JMP          epi2_done_3315
+
+epi_flag_3459:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3291
+	JNZ          epi_flag_3531
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3292
+	JNZ          epi_flag_3532
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3293
+	JNZ          epi_flag_3533
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3294
+	JNZ          epi_flag_3534
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -70220,10 +77740,10 @@ epi_flag_3243:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3295:
+epi2_row_3535:
 	XORQ R11, R11
 
-epi2_col_3296:
+epi2_col_3536:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -70264,15 +77784,15 @@ epi2_col_3296:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3296
+	JL          epi2_col_3536
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3295
-	JMP         epi2_done_3147
+	JL          epi2_row_3535
+	JMP         epi2_done_3315
 
-epi_flag_3294:
+epi_flag_3534:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -70296,12 +77816,12 @@ epi_flag_3294:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3297:
+epi2_row_3537:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3298:
+epi2_col_3538:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -70343,17 +77863,17 @@ epi2_col_3298:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3298
+	JL          epi2_col_3538
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3297
-	JMP         epi2_done_3147
+	JL          epi2_row_3537
+	JMP         epi2_done_3315
 
-epi_flag_3293:
+epi_flag_3533:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3299
+	JNZ          epi_flag_3539
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -70386,10 +77906,10 @@ epi_flag_3293:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3300:
+epi2_row_3540:
 	XORQ R11, R11
 
-epi2_col_3301:
+epi2_col_3541:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -70438,15 +77958,15 @@ epi2_col_3301:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3301
+	JL           epi2_col_3541
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3300
-	JMP          epi2_done_3147
+	JL           epi2_row_3540
+	JMP          epi2_done_3315
 
-epi_flag_3299:
+epi_flag_3539:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70480,12 +78000,12 @@ epi_flag_3299:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3302:
+epi2_row_3542:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3303:
+epi2_col_3543:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -70535,19 +78055,21 @@ epi2_col_3303:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3303
+	JL           epi2_col_3543
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3302
-	JMP          epi2_done_3147
+	JL           epi2_row_3542
+	JMP          epi2_done_3315
 
-epi_flag_3292:
+epi_flag_3532:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3304
+	JNZ          epi_flag_3544
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3305
+	JNZ          epi_flag_3545
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3546
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -70573,10 +78095,10 @@ epi_flag_3292:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3306:
+epi2_row_3547:
 	XORQ R13, R13
 
-epi2_col_3307:
+epi2_col_3548:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -70618,16 +78140,98 @@ epi2_col_3307:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3307
+	JL          epi2_col_3548
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3306
-	JMP         epi2_done_3147
+	JL          epi2_row_3547
+	JMP         epi2_done_3315
 
-epi_flag_3305:
+epi_flag_3546:
+	VBROADCASTSS aZero+40(FP), Y0
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3549:
+	XORQ R13, R13
+
+epi2_col_3550:
+	VMOVDQU     (R11)(R13*4), Y5
+	VPMULLD     (R9)(R13*4), Y0, Y6
+	VPSUBD      Y6, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R8)(R13*4), Y5, Y5
+	VMULPS      Y2, Y5, Y6
+	VANDPS      Y1, Y6, Y6
+	VMINPS      Y3, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y4, Y5
+	VADDPS      Y9, Y5, Y5
+	VMULPS      (BX)(R13*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R13*4)
+	ADDQ        $0x08, R13
+	CMPQ        R13, R10
+	JL          epi2_col_3550
+	ADDQ        CX, R11
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R12
+	CMPQ        R12, m+16(FP)
+	JL          epi2_row_3549
+	JMP         epi2_done_3315
+
+epi_flag_3545:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3551
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -70654,12 +78258,12 @@ epi_flag_3305:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3308:
+epi2_row_3552:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3309:
+epi2_col_3553:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -70702,18 +78306,104 @@ epi2_col_3309:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_3309
+	JL          epi2_col_3553
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_3308
-	JMP         epi2_done_3147
+	JL          epi2_row_3552
+	JMP         epi2_done_3315
 
-epi_flag_3304:
+epi_flag_3551:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_3554:
+	VBROADCASTSS (R8)(R14*4), Y4
+	VPBROADCASTD (R9)(R14*4), Y5
+	XORQ         R15, R15
+
+epi2_col_3555:
+	VMOVDQU     (R13)(R15*4), Y6
+	VPMULLD     (R11)(R15*4), Y5, Y7
+	VPSUBD      Y7, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      (R10)(R15*4), Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VMULPS      Y1, Y6, Y7
+	VANDPS      Y0, Y7, Y7
+	VMINPS      Y2, Y7, Y7
+	VCVTPS2DQ   Y7, Y8
+	VCVTDQ2PS   Y8, Y9
+	VSUBPS      Y9, Y7, Y9
+	VPSLLD      $0x1c, Y8, Y7
+	VPERMPS     320(AX), Y8, Y10
+	VPERMPS     352(AX), Y8, Y11
+	VBLENDVPS   Y7, Y11, Y10, Y10
+	VPERMPS     256(AX), Y8, Y11
+	VPERMPS     288(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     192(AX), Y8, Y11
+	VPERMPS     224(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     128(AX), Y8, Y11
+	VPERMPS     160(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     64(AX), Y8, Y11
+	VPERMPS     96(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     (AX), Y8, Y11
+	VPERMPS     32(AX), Y8, Y8
+	VBLENDVPS   Y7, Y8, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VMAXPS      Y6, Y3, Y6
+	VADDPS      Y10, Y6, Y6
+	VMULPS      (BX)(R15*4), Y6, Y6
+	VMOVUPS     Y6, (DI)(R15*4)
+	ADDQ        $0x08, R15
+	CMPQ        R15, R12
+	JL          epi2_col_3555
+	ADDQ        CX, R13
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R14
+	CMPQ        R14, m+16(FP)
+	JL          epi2_row_3554
+	JMP         epi2_done_3315
+
+epi_flag_3544:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3310
+	JNZ          epi_flag_3556
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3557
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -70749,10 +78439,10 @@ epi_flag_3304:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3311:
+epi2_row_3558:
 	XORQ R13, R13
 
-epi2_col_3312:
+epi2_col_3559:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -70802,16 +78492,116 @@ epi2_col_3312:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3312
+	JL           epi2_col_3559
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3311
-	JMP          epi2_done_3147
+	JL           epi2_row_3558
+	JMP          epi2_done_3315
 
-epi_flag_3310:
+epi_flag_3557:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3560:
+	XORQ R13, R13
+
+epi2_col_3561:
+	VMOVDQU      (R11)(R13*4), Y5
+	VPMULLD      (R9)(R13*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R13*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3561
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3560
+	JMP          epi2_done_3315
+
+epi_flag_3556:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3562
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -70848,12 +78638,12 @@ epi_flag_3310:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3313:
+epi2_row_3563:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3314:
+epi2_col_3564:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -70904,22 +78694,124 @@ epi2_col_3314:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3314
+	JL           epi2_col_3564
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3313
-	JMP          epi2_done_3147
+	JL           epi2_row_3563
+	JMP          epi2_done_3315
 
-epi_flag_3291:
+epi_flag_3562:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_3565:
+	VBROADCASTSS (R8)(R14*4), Y4
+	VPBROADCASTD (R9)(R14*4), Y5
+	XORQ         R15, R15
+
+epi2_col_3566:
+	VMOVDQU      (R13)(R15*4), Y6
+	VPMULLD      (R11)(R15*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(R15*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      320(AX), Y8, Y10
+	VPERMPS      352(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      256(AX), Y8, Y11
+	VPERMPS      288(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      192(AX), Y8, Y11
+	VPERMPS      224(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (BX)(R15*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_3566
+	ADDQ         CX, R13
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_3565
+	JMP          epi2_done_3315
+
+epi_flag_3531:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3315
+	JNZ          epi_flag_3567
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3316
+	JNZ          epi_flag_3568
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3317
+	JNZ          epi_flag_3569
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -70943,10 +78835,10 @@ epi_flag_3291:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3318:
+epi2_row_3570:
 	XORQ R12, R12
 
-epi2_col_3319:
+epi2_col_3571:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -70988,15 +78880,15 @@ epi2_col_3319:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3319
+	JL          epi2_col_3571
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3318
-	JMP         epi2_done_3147
+	JL          epi2_row_3570
+	JMP         epi2_done_3315
 
-epi_flag_3317:
+epi_flag_3569:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -71021,12 +78913,12 @@ epi_flag_3317:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3320:
+epi2_row_3572:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3321:
+epi2_col_3573:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -71069,17 +78961,17 @@ epi2_col_3321:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3321
+	JL          epi2_col_3573
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3320
-	JMP         epi2_done_3147
+	JL          epi2_row_3572
+	JMP         epi2_done_3315
 
-epi_flag_3316:
+epi_flag_3568:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3322
+	JNZ          epi_flag_3574
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -71113,10 +79005,10 @@ epi_flag_3316:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3323:
+epi2_row_3575:
 	XORQ R12, R12
 
-epi2_col_3324:
+epi2_col_3576:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -71166,15 +79058,15 @@ epi2_col_3324:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3324
+	JL           epi2_col_3576
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3323
-	JMP          epi2_done_3147
+	JL           epi2_row_3575
+	JMP          epi2_done_3315
 
-epi_flag_3322:
+epi_flag_3574:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71209,12 +79101,12 @@ epi_flag_3322:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3325:
+epi2_row_3577:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3326:
+epi2_col_3578:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -71265,19 +79157,21 @@ epi2_col_3326:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3326
+	JL           epi2_col_3578
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3325
-	JMP          epi2_done_3147
+	JL           epi2_row_3577
+	JMP          epi2_done_3315
 
-epi_flag_3315:
+epi_flag_3567:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3327
+	JNZ          epi_flag_3579
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3328
+	JNZ          epi_flag_3580
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3581
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -71304,10 +79198,10 @@ epi_flag_3315:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3329:
+epi2_row_3582:
 	XORQ R14, R14
 
-epi2_col_3330:
+epi2_col_3583:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -71350,16 +79244,100 @@ epi2_col_3330:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3330
+	JL          epi2_col_3583
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3329
-	JMP         epi2_done_3147
+	JL          epi2_row_3582
+	JMP         epi2_done_3315
 
-epi_flag_3328:
+epi_flag_3581:
+	VBROADCASTSS aZero+40(FP), Y0
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3584:
+	XORQ R14, R14
+
+epi2_col_3585:
+	VMOVDQU     (R12)(R14*4), Y5
+	VPMULLD     (R9)(R14*4), Y0, Y6
+	VPSUBD      Y6, Y5, Y5
+	VCVTDQ2PS   Y5, Y5
+	VMULPS      (R8)(R14*4), Y5, Y5
+	VADDPS      (R10)(R14*4), Y5, Y5
+	VMULPS      Y2, Y5, Y6
+	VANDPS      Y1, Y6, Y6
+	VMINPS      Y3, Y6, Y6
+	VCVTPS2DQ   Y6, Y7
+	VCVTDQ2PS   Y7, Y8
+	VSUBPS      Y8, Y6, Y8
+	VPSLLD      $0x1c, Y7, Y6
+	VPERMPS     320(AX), Y7, Y9
+	VPERMPS     352(AX), Y7, Y10
+	VBLENDVPS   Y6, Y10, Y9, Y9
+	VPERMPS     256(AX), Y7, Y10
+	VPERMPS     288(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     192(AX), Y7, Y10
+	VPERMPS     224(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     128(AX), Y7, Y10
+	VPERMPS     160(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     64(AX), Y7, Y10
+	VPERMPS     96(AX), Y7, Y11
+	VBLENDVPS   Y6, Y11, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VPERMPS     (AX), Y7, Y10
+	VPERMPS     32(AX), Y7, Y7
+	VBLENDVPS   Y6, Y7, Y10, Y10
+	VFMADD213PS Y10, Y8, Y9
+	VMAXPS      Y5, Y4, Y5
+	VADDPS      Y9, Y5, Y5
+	VMULPS      (BX)(R14*4), Y5, Y5
+	VMOVUPS     Y5, (DI)(R14*4)
+	ADDQ        $0x08, R14
+	CMPQ        R14, R11
+	JL          epi2_col_3585
+	ADDQ        CX, R12
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R13
+	CMPQ        R13, m+16(FP)
+	JL          epi2_row_3584
+	JMP         epi2_done_3315
+
+epi_flag_3580:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3586
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -71387,12 +79365,12 @@ epi_flag_3328:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3331:
+epi2_row_3587:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3332:
+epi2_col_3588:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -71436,18 +79414,106 @@ epi2_col_3332:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_3332
+	JL          epi2_col_3588
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_3331
-	JMP         epi2_done_3147
+	JL          epi2_row_3587
+	JMP         epi2_done_3315
 
-epi_flag_3327:
+epi_flag_3586:
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         bias+72(FP), R12
+	MOVQ         n+24(FP), R13
+	MOVQ         c+0(FP), R14
+	XORQ         R15, R15
+
+epi2_row_3589:
+	VBROADCASTSS (R8)(R15*4), Y4
+	VPBROADCASTD (R9)(R15*4), Y5
+	XORQ         BP, BP
+
+epi2_col_3590:
+	VMOVDQU     (R14)(BP*4), Y6
+	VPMULLD     (R11)(BP*4), Y5, Y7
+	VPSUBD      Y7, Y6, Y6
+	VCVTDQ2PS   Y6, Y6
+	VMULPS      (R10)(BP*4), Y6, Y6
+	VMULPS      Y4, Y6, Y6
+	VADDPS      (R12)(BP*4), Y6, Y6
+	VMULPS      Y1, Y6, Y7
+	VANDPS      Y0, Y7, Y7
+	VMINPS      Y2, Y7, Y7
+	VCVTPS2DQ   Y7, Y8
+	VCVTDQ2PS   Y8, Y9
+	VSUBPS      Y9, Y7, Y9
+	VPSLLD      $0x1c, Y8, Y7
+	VPERMPS     320(AX), Y8, Y10
+	VPERMPS     352(AX), Y8, Y11
+	VBLENDVPS   Y7, Y11, Y10, Y10
+	VPERMPS     256(AX), Y8, Y11
+	VPERMPS     288(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     192(AX), Y8, Y11
+	VPERMPS     224(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     128(AX), Y8, Y11
+	VPERMPS     160(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     64(AX), Y8, Y11
+	VPERMPS     96(AX), Y8, Y12
+	VBLENDVPS   Y7, Y12, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VPERMPS     (AX), Y8, Y11
+	VPERMPS     32(AX), Y8, Y8
+	VBLENDVPS   Y7, Y8, Y11, Y11
+	VFMADD213PS Y11, Y9, Y10
+	VMAXPS      Y6, Y3, Y6
+	VADDPS      Y10, Y6, Y6
+	VMULPS      (BX)(BP*4), Y6, Y6
+	VMOVUPS     Y6, (DI)(BP*4)
+	ADDQ        $0x08, BP
+	CMPQ        BP, R13
+	JL          epi2_col_3590
+	ADDQ        CX, R14
+	ADDQ        DX, BX
+	ADDQ        SI, DI
+	INCQ        R15
+	CMPQ        R15, m+16(FP)
+	JL          epi2_row_3589
+	JMP         epi2_done_3315
+
+epi_flag_3579:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3333
+	JNZ          epi_flag_3591
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3592
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -71484,10 +79550,10 @@ epi_flag_3327:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3334:
+epi2_row_3593:
 	XORQ R14, R14
 
-epi2_col_3335:
+epi2_col_3594:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -71538,16 +79604,118 @@ epi2_col_3335:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3335
+	JL           epi2_col_3594
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3334
-	JMP          epi2_done_3147
+	JL           epi2_row_3593
+	JMP          epi2_done_3315
 
-epi_flag_3333:
+epi_flag_3592:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3595:
+	XORQ R14, R14
+
+epi2_col_3596:
+	VMOVDQU      (R12)(R14*4), Y5
+	VPMULLD      (R9)(R14*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R14*4), Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      320(AX), Y7, Y9
+	VPERMPS      352(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      256(AX), Y7, Y10
+	VPERMPS      288(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      192(AX), Y7, Y10
+	VPERMPS      224(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3596
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3595
+	JMP          epi2_done_3315
+
+epi_flag_3591:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3597
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71585,12 +79753,12 @@ epi_flag_3333:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3336:
+epi2_row_3598:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3337:
+epi2_col_3599:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -71642,26 +79810,130 @@ epi2_col_3337:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_3337
+	JL           epi2_col_3599
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_3336
-	JMP          epi2_done_3147
+	JL           epi2_row_3598
+	JMP          epi2_done_3315
 
-epi2_gelu_u8_3144:
+epi_flag_3597:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+0(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+384(SB), DX
+	CMPQ         CX, $0x00000003
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         bias+72(FP), R12
+	MOVQ         n+24(FP), R13
+	MOVQ         c+0(FP), R14
+	XORQ         R15, R15
+
+epi2_row_3600:
+	VBROADCASTSS (R8)(R15*4), Y4
+	VPBROADCASTD (R9)(R15*4), Y5
+	XORQ         BP, BP
+
+epi2_col_3601:
+	VMOVDQU      (R14)(BP*4), Y6
+	VPMULLD      (R11)(BP*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(BP*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VADDPS       (R12)(BP*4), Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      320(AX), Y8, Y10
+	VPERMPS      352(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      256(AX), Y8, Y11
+	VPERMPS      288(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      192(AX), Y8, Y11
+	VPERMPS      224(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (BX)(BP*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(BP*1)
+	ADDQ         $0x08, BP
+	CMPQ         BP, R13
+	JL           epi2_col_3601
+	ADDQ         CX, R14
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R15
+	CMPQ         R15, m+16(FP)
+	JL           epi2_row_3600
+	JMP          epi2_done_3315
+
+epi2_gelu_u8_3312:
 	TESTQ        $0x00000008, AX
-	JZ           epi2_none_3146
+	JZ           epi2_none_3314
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_3338
+	JNZ          epi_flag_3602
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3339
+	JNZ          epi_flag_3603
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3340
+	JNZ          epi_flag_3604
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3341
+	JNZ          epi_flag_3605
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71692,10 +79964,10 @@ epi2_gelu_u8_3144:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3342:
+epi2_row_3606:
 	XORQ R10, R10
 
-epi2_col_3343:
+epi2_col_3607:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -71734,15 +80006,15 @@ epi2_col_3343:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3343
+	JL           epi2_col_3607
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3342
-	JMP          epi2_done_3147
+	JL           epi2_row_3606
+	JMP          epi2_done_3315
 
-epi_flag_3341:
+epi_flag_3605:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71774,11 +80046,11 @@ epi_flag_3341:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3344:
+epi2_row_3608:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3345:
+epi2_col_3609:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -71818,17 +80090,19 @@ epi2_col_3345:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3345
+	JL           epi2_col_3609
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3344
-	JMP          epi2_done_3147
+	JL           epi2_row_3608
+	JMP          epi2_done_3315
 
-epi_flag_3340:
+epi_flag_3604:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3346
+	JNZ          epi_flag_3610
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3611
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71862,10 +80136,10 @@ epi_flag_3340:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3347:
+epi2_row_3612:
 	XORQ R12, R12
 
-epi2_col_3348:
+epi2_col_3613:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -71905,16 +80179,104 @@ epi2_col_3348:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3348
+	JL           epi2_col_3613
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3347
-	JMP          epi2_done_3147
+	JL           epi2_row_3612
+	JMP          epi2_done_3315
 
-epi_flag_3346:
+epi_flag_3611:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3614:
+	XORQ R12, R12
+
+epi2_col_3615:
+	VMOVDQU      (R10)(R12*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R12*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      192(AX), Y6, Y8
+	VPERMPS      224(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (BX)(R12*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3615
+	ADDQ         CX, R10
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3614
+	JMP          epi2_done_3315
+
+epi_flag_3610:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3616
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -71949,11 +80311,11 @@ epi_flag_3346:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3349:
+epi2_row_3617:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3350:
+epi2_col_3618:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -71994,20 +80356,109 @@ epi2_col_3350:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3350
+	JL           epi2_col_3618
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3349
-	JMP          epi2_done_3147
+	JL           epi2_row_3617
+	JMP          epi2_done_3315
 
-epi_flag_3339:
+epi_flag_3616:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3619:
+	VBROADCASTSS (R8)(R12*4), Y4
+	XORQ         R13, R13
+
+epi2_col_3620:
+	VMOVDQU      (R11)(R13*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R13*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3620
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3619
+	JMP          epi2_done_3315
+
+epi_flag_3603:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3351
+	JNZ          epi_flag_3621
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3352
+	JNZ          epi_flag_3622
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -72039,10 +80490,10 @@ epi_flag_3339:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3353:
+epi2_row_3623:
 	XORQ R11, R11
 
-epi2_col_3354:
+epi2_col_3624:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -72082,15 +80533,15 @@ epi2_col_3354:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3354
+	JL           epi2_col_3624
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3353
-	JMP          epi2_done_3147
+	JL           epi2_row_3623
+	JMP          epi2_done_3315
 
-epi_flag_3352:
+epi_flag_3622:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -72123,11 +80574,11 @@ epi_flag_3352:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3355:
+epi2_row_3625:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3356:
+epi2_col_3626:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -72168,17 +80619,19 @@ epi2_col_3356:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3356
+	JL           epi2_col_3626
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3355
-	JMP          epi2_done_3147
+	JL           epi2_row_3625
+	JMP          epi2_done_3315
 
-epi_flag_3351:
+epi_flag_3621:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3357
+	JNZ          epi_flag_3627
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3628
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -72213,10 +80666,10 @@ epi_flag_3351:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3358:
+epi2_row_3629:
 	XORQ R13, R13
 
-epi2_col_3359:
+epi2_col_3630:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -72257,16 +80710,106 @@ epi2_col_3359:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3359
+	JL           epi2_col_3630
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3358
-	JMP          epi2_done_3147
+	JL           epi2_row_3629
+	JMP          epi2_done_3315
 
-epi_flag_3357:
+epi_flag_3628:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3631:
+	XORQ R13, R13
+
+epi2_col_3632:
+	VMOVDQU      (R11)(R13*4), Y4
+	VCVTDQ2PS    Y4, Y4
+	VMULPS       (R8)(R13*4), Y4, Y4
+	VADDPS       (R9)(R13*4), Y4, Y4
+	VMULPS       Y1, Y4, Y5
+	VANDPS       Y0, Y5, Y5
+	VMINPS       Y2, Y5, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VSUBPS       Y7, Y5, Y7
+	VPSLLD       $0x1c, Y6, Y5
+	VPERMPS      192(AX), Y6, Y8
+	VPERMPS      224(AX), Y6, Y9
+	VBLENDVPS    Y5, Y9, Y8, Y8
+	VPERMPS      128(AX), Y6, Y9
+	VPERMPS      160(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      64(AX), Y6, Y9
+	VPERMPS      96(AX), Y6, Y10
+	VBLENDVPS    Y5, Y10, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VPERMPS      (AX), Y6, Y9
+	VPERMPS      32(AX), Y6, Y6
+	VBLENDVPS    Y5, Y6, Y9, Y9
+	VFMADD213PS  Y9, Y7, Y8
+	VMAXPS       Y4, Y3, Y4
+	VADDPS       Y8, Y4, Y4
+	VMULPS       (BX)(R13*4), Y4, Y4
+	VMULPS       (SP), Y4, Y4
+	VMAXPS       32(SP), Y4, Y4
+	VMINPS       64(SP), Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       96(SP), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X5
+	VPACKUSDW    X5, X4, X4
+	VPACKUSWB    X4, X4, X4
+	VMOVQ        X4, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3632
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3631
+	JMP          epi2_done_3315
+
+epi_flag_3627:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3633
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -72302,11 +80845,11 @@ epi_flag_3357:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3360:
+epi2_row_3634:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3361:
+epi2_col_3635:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -72348,22 +80891,113 @@ epi2_col_3361:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3361
+	JL           epi2_col_3635
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3360
-	JMP          epi2_done_3147
+	JL           epi2_row_3634
+	JMP          epi2_done_3315
 
-epi_flag_3338:
+epi_flag_3633:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3636:
+	VBROADCASTSS (R8)(R13*4), Y4
+	XORQ         R14, R14
+
+epi2_col_3637:
+	VMOVDQU      (R12)(R14*4), Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R9)(R14*4), Y5, Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y1, Y5, Y6
+	VANDPS       Y0, Y6, Y6
+	VMINPS       Y2, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y3, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3637
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3636
+	JMP          epi2_done_3315
+
+epi_flag_3602:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3362
+	JNZ          epi_flag_3638
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3363
+	JNZ          epi_flag_3639
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3364
+	JNZ          epi_flag_3640
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -72396,10 +81030,10 @@ epi_flag_3338:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3365:
+epi2_row_3641:
 	XORQ R11, R11
 
-epi2_col_3366:
+epi2_col_3642:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -72440,15 +81074,15 @@ epi2_col_3366:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3366
+	JL           epi2_col_3642
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3365
-	JMP          epi2_done_3147
+	JL           epi2_row_3641
+	JMP          epi2_done_3315
 
-epi_flag_3364:
+epi_flag_3640:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -72482,12 +81116,12 @@ epi_flag_3364:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3367:
+epi2_row_3643:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3368:
+epi2_col_3644:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -72529,17 +81163,19 @@ epi2_col_3368:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3368
+	JL           epi2_col_3644
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3367
-	JMP          epi2_done_3147
+	JL           epi2_row_3643
+	JMP          epi2_done_3315
 
-epi_flag_3363:
+epi_flag_3639:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3369
+	JNZ          epi_flag_3645
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3646
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -72575,10 +81211,10 @@ epi_flag_3363:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3370:
+epi2_row_3647:
 	XORQ R13, R13
 
-epi2_col_3371:
+epi2_col_3648:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -72620,16 +81256,108 @@ epi2_col_3371:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3371
+	JL           epi2_col_3648
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3370
-	JMP          epi2_done_3147
+	JL           epi2_row_3647
+	JMP          epi2_done_3315
 
-epi_flag_3369:
+epi_flag_3646:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3649:
+	XORQ R13, R13
+
+epi2_col_3650:
+	VMOVDQU      (R11)(R13*4), Y5
+	VPMULLD      (R9)(R13*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R13*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R13*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3650
+	ADDQ         CX, R11
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3649
+	JMP          epi2_done_3315
+
+epi_flag_3645:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3651
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -72666,12 +81394,12 @@ epi_flag_3369:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3372:
+epi2_row_3652:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3373:
+epi2_col_3653:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -72714,20 +81442,114 @@ epi2_col_3373:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3373
+	JL           epi2_col_3653
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3372
-	JMP          epi2_done_3147
+	JL           epi2_row_3652
+	JMP          epi2_done_3315
 
-epi_flag_3362:
+epi_flag_3651:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_3654:
+	VBROADCASTSS (R8)(R14*4), Y4
+	VPBROADCASTD (R9)(R14*4), Y5
+	XORQ         R15, R15
+
+epi2_col_3655:
+	VMOVDQU      (R13)(R15*4), Y6
+	VPMULLD      (R11)(R15*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(R15*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      192(AX), Y8, Y10
+	VPERMPS      224(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (BX)(R15*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_3655
+	ADDQ         CX, R13
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_3654
+	JMP          epi2_done_3315
+
+epi_flag_3638:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3374
+	JNZ          epi_flag_3656
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3375
+	JNZ          epi_flag_3657
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -72761,10 +81583,10 @@ epi_flag_3362:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3376:
+epi2_row_3658:
 	XORQ R12, R12
 
-epi2_col_3377:
+epi2_col_3659:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -72806,15 +81628,15 @@ epi2_col_3377:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3377
+	JL           epi2_col_3659
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3376
-	JMP          epi2_done_3147
+	JL           epi2_row_3658
+	JMP          epi2_done_3315
 
-epi_flag_3375:
+epi_flag_3657:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -72849,12 +81671,12 @@ epi_flag_3375:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3378:
+epi2_row_3660:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3379:
+epi2_col_3661:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -72897,17 +81719,19 @@ epi2_col_3379:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3379
+	JL           epi2_col_3661
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3378
-	JMP          epi2_done_3147
+	JL           epi2_row_3660
+	JMP          epi2_done_3315
 
-epi_flag_3374:
+epi_flag_3656:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3380
+	JNZ          epi_flag_3662
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3663
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -72944,10 +81768,10 @@ epi_flag_3374:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3381:
+epi2_row_3664:
 	XORQ R14, R14
 
-epi2_col_3382:
+epi2_col_3665:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -72990,16 +81814,110 @@ epi2_col_3382:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3382
+	JL           epi2_col_3665
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3381
-	JMP          epi2_done_3147
+	JL           epi2_row_3664
+	JMP          epi2_done_3315
 
-epi_flag_3380:
+epi_flag_3663:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y2
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y3
+	VPXOR        Y4, Y4, Y4
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         colSum+32(FP), R9
+	MOVQ         bias+72(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3666:
+	XORQ R14, R14
+
+epi2_col_3667:
+	VMOVDQU      (R12)(R14*4), Y5
+	VPMULLD      (R9)(R14*4), Y0, Y6
+	VPSUBD       Y6, Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (R8)(R14*4), Y5, Y5
+	VADDPS       (R10)(R14*4), Y5, Y5
+	VMULPS       Y2, Y5, Y6
+	VANDPS       Y1, Y6, Y6
+	VMINPS       Y3, Y6, Y6
+	VCVTPS2DQ    Y6, Y7
+	VCVTDQ2PS    Y7, Y8
+	VSUBPS       Y8, Y6, Y8
+	VPSLLD       $0x1c, Y7, Y6
+	VPERMPS      192(AX), Y7, Y9
+	VPERMPS      224(AX), Y7, Y10
+	VBLENDVPS    Y6, Y10, Y9, Y9
+	VPERMPS      128(AX), Y7, Y10
+	VPERMPS      160(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      64(AX), Y7, Y10
+	VPERMPS      96(AX), Y7, Y11
+	VBLENDVPS    Y6, Y11, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VPERMPS      (AX), Y7, Y10
+	VPERMPS      32(AX), Y7, Y7
+	VBLENDVPS    Y6, Y7, Y10, Y10
+	VFMADD213PS  Y10, Y8, Y9
+	VMAXPS       Y5, Y4, Y5
+	VADDPS       Y9, Y5, Y5
+	VMULPS       (BX)(R14*4), Y5, Y5
+	VMULPS       (SP), Y5, Y5
+	VMAXPS       32(SP), Y5, Y5
+	VMINPS       64(SP), Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       96(SP), Y5, Y5
+	VEXTRACTI128 $0x01, Y5, X6
+	VPACKUSDW    X6, X5, X5
+	VPACKUSWB    X5, X5, X5
+	VMOVQ        X5, (DI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3667
+	ADDQ         CX, R12
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3666
+	JMP          epi2_done_3315
+
+epi_flag_3662:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3668
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73037,12 +81955,12 @@ epi_flag_3380:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3383:
+epi2_row_3669:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3384:
+epi2_col_3670:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -73086,26 +82004,122 @@ epi2_col_3384:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_3384
+	JL           epi2_col_3670
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_3383
-	JMP          epi2_done_3147
+	JL           epi2_row_3669
+	JMP          epi2_done_3315
 
-epi2_relu_3145:
+epi_flag_3668:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	LEAQ         epilogueGelu<>+768(SB), AX
+	MOVQ         flags+136(FP), CX
+	SHRQ         $0x08, CX
+	LEAQ         epilogueGelu<>+1024(SB), DX
+	CMPQ         CX, $0x00000005
+	CMOVQEQ      DX, AX
+	VBROADCASTSS epilogueGelu<>+1280(SB), Y0
+	VBROADCASTSS epilogueGelu<>+1284(SB), Y1
+	VBROADCASTSS epilogueGelu<>+1288(SB), Y2
+	VPXOR        Y3, Y3, Y3
+	MOVQ         ldc+8(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         resStride+88(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         res+80(FP), BX
+	MOVQ         outStride+112(FP), SI
+	SHLQ         $0x02, SI
+	MOVQ         outF32+96(FP), SI
+	MOVQ         outStride+112(FP), SI
+	MOVQ         outU8+104(FP), DI
+	MOVQ         rowScale+64(FP), R8
+	MOVQ         rowZero+48(FP), R9
+	MOVQ         scale+56(FP), R10
+	MOVQ         colSum+32(FP), R11
+	MOVQ         bias+72(FP), R12
+	MOVQ         n+24(FP), R13
+	MOVQ         c+0(FP), R14
+	XORQ         R15, R15
+
+epi2_row_3671:
+	VBROADCASTSS (R8)(R15*4), Y4
+	VPBROADCASTD (R9)(R15*4), Y5
+	XORQ         BP, BP
+
+epi2_col_3672:
+	VMOVDQU      (R14)(BP*4), Y6
+	VPMULLD      (R11)(BP*4), Y5, Y7
+	VPSUBD       Y7, Y6, Y6
+	VCVTDQ2PS    Y6, Y6
+	VMULPS       (R10)(BP*4), Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VADDPS       (R12)(BP*4), Y6, Y6
+	VMULPS       Y1, Y6, Y7
+	VANDPS       Y0, Y7, Y7
+	VMINPS       Y2, Y7, Y7
+	VCVTPS2DQ    Y7, Y8
+	VCVTDQ2PS    Y8, Y9
+	VSUBPS       Y9, Y7, Y9
+	VPSLLD       $0x1c, Y8, Y7
+	VPERMPS      192(AX), Y8, Y10
+	VPERMPS      224(AX), Y8, Y11
+	VBLENDVPS    Y7, Y11, Y10, Y10
+	VPERMPS      128(AX), Y8, Y11
+	VPERMPS      160(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      64(AX), Y8, Y11
+	VPERMPS      96(AX), Y8, Y12
+	VBLENDVPS    Y7, Y12, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VPERMPS      (AX), Y8, Y11
+	VPERMPS      32(AX), Y8, Y8
+	VBLENDVPS    Y7, Y8, Y11, Y11
+	VFMADD213PS  Y11, Y9, Y10
+	VMAXPS       Y6, Y3, Y6
+	VADDPS       Y10, Y6, Y6
+	VMULPS       (BX)(BP*4), Y6, Y6
+	VMULPS       (SP), Y6, Y6
+	VMAXPS       32(SP), Y6, Y6
+	VMINPS       64(SP), Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       96(SP), Y6, Y6
+	VEXTRACTI128 $0x01, Y6, X7
+	VPACKUSDW    X7, X6, X6
+	VPACKUSWB    X6, X6, X6
+	VMOVQ        X6, (DI)(BP*1)
+	ADDQ         $0x08, BP
+	CMPQ         BP, R13
+	JL           epi2_col_3672
+	ADDQ         CX, R14
+	ADDQ         DX, BX
+	ADDQ         SI, DI
+	INCQ         R15
+	CMPQ         R15, m+16(FP)
+	JL           epi2_row_3671
+	JMP          epi2_done_3315
+
+epi2_relu_3313:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_3385
+	JNZ   epi_flag_3673
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_3386
+	JNZ   epi_flag_3674
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3387
+	JNZ   epi_flag_3675
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3388
+	JNZ   epi_flag_3676
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3389
+	JNZ   epi_flag_3677
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73117,10 +82131,10 @@ epi2_relu_3145:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_3390:
+epi2_row_3678:
 	XORQ R9, R9
 
-epi2_col_3391:
+epi2_col_3679:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -73129,15 +82143,15 @@ epi2_col_3391:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_3391
+	JL        epi2_col_3679
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_3390
-	JMP       epi2_done_3147
+	JL        epi2_row_3678
+	JMP       epi2_done_3315
 
-epi_flag_3389:
+epi_flag_3677:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73150,11 +82164,11 @@ epi_flag_3389:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3392:
+epi2_row_3680:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_3393:
+epi2_col_3681:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -73164,17 +82178,17 @@ epi2_col_3393:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3393
+	JL        epi2_col_3681
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3392
-	JMP       epi2_done_3147
+	JL        epi2_row_3680
+	JMP       epi2_done_3315
 
-epi_flag_3388:
+epi_flag_3676:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3394
+	JNZ          epi_flag_3682
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73196,10 +82210,10 @@ epi_flag_3388:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_3395:
+epi2_row_3683:
 	XORQ R9, R9
 
-epi2_col_3396:
+epi2_col_3684:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -73216,15 +82230,15 @@ epi2_col_3396:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_3396
+	JL           epi2_col_3684
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_3395
-	JMP          epi2_done_3147
+	JL           epi2_row_3683
+	JMP          epi2_done_3315
 
-epi_flag_3394:
+epi_flag_3682:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73247,11 +82261,11 @@ epi_flag_3394:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3397:
+epi2_row_3685:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_3398:
+epi2_col_3686:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -73269,19 +82283,21 @@ epi2_col_3398:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3398
+	JL           epi2_col_3686
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3397
-	JMP          epi2_done_3147
+	JL           epi2_row_3685
+	JMP          epi2_done_3315
 
-epi_flag_3387:
+epi_flag_3675:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3399
+	JNZ   epi_flag_3687
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3400
+	JNZ   epi_flag_3688
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3689
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73296,10 +82312,10 @@ epi_flag_3387:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3401:
+epi2_row_3690:
 	XORQ R11, R11
 
-epi2_col_3402:
+epi2_col_3691:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -73309,16 +82325,55 @@ epi2_col_3402:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3402
+	JL        epi2_col_3691
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3401
-	JMP       epi2_done_3147
+	JL        epi2_row_3690
+	JMP       epi2_done_3315
 
-epi_flag_3400:
+epi_flag_3689:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  n+24(FP), R8
+	MOVQ  c+0(FP), R9
+	XORQ  R10, R10
+
+epi2_row_3692:
+	XORQ R11, R11
+
+epi2_col_3693:
+	VMOVDQU   (R9)(R11*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R11*4), Y1, Y1
+	VCMPPS    $0x16, Y0, Y1, Y2
+	VANDPS    Y2, Y1, Y1
+	VMULPS    (DX)(R11*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_3693
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_3692
+	JMP       epi2_done_3315
+
+epi_flag_3688:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3694
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73334,11 +82389,11 @@ epi_flag_3400:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3403:
+epi2_row_3695:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3404:
+epi2_col_3696:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -73349,18 +82404,60 @@ epi2_col_3404:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3404
+	JL        epi2_col_3696
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3403
-	JMP       epi2_done_3147
+	JL        epi2_row_3695
+	JMP       epi2_done_3315
 
-epi_flag_3399:
+epi_flag_3694:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_3697:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_3698:
+	VMOVDQU   (R10)(R12*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R12*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VCMPPS    $0x16, Y0, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMULPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3698
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3697
+	JMP       epi2_done_3315
+
+epi_flag_3687:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3405
+	JNZ          epi_flag_3699
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3700
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73385,10 +82482,10 @@ epi_flag_3399:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3406:
+epi2_row_3701:
 	XORQ R11, R11
 
-epi2_col_3407:
+epi2_col_3702:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -73406,16 +82503,73 @@ epi2_col_3407:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3407
+	JL           epi2_col_3702
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3406
-	JMP          epi2_done_3147
+	JL           epi2_row_3701
+	JMP          epi2_done_3315
 
-epi_flag_3405:
+epi_flag_3700:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_3703:
+	XORQ R11, R11
+
+epi2_col_3704:
+	VMOVDQU      (R9)(R11*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R11*4), Y1, Y1
+	VCMPPS       $0x16, Y0, Y1, Y2
+	VANDPS       Y2, Y1, Y1
+	VMULPS       (DX)(R11*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_3704
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_3703
+	JMP          epi2_done_3315
+
+epi_flag_3699:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3705
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73441,11 +82595,11 @@ epi_flag_3405:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3408:
+epi2_row_3706:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3409:
+epi2_col_3707:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -73464,22 +82618,80 @@ epi2_col_3409:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3409
+	JL           epi2_col_3707
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3408
-	JMP          epi2_done_3147
+	JL           epi2_row_3706
+	JMP          epi2_done_3315
 
-epi_flag_3386:
+epi_flag_3705:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3708:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_3709:
+	VMOVDQU      (R10)(R12*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R12*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VCMPPS       $0x16, Y0, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3709
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3708
+	JMP          epi2_done_3315
+
+epi_flag_3674:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3410
+	JNZ   epi_flag_3710
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3411
+	JNZ   epi_flag_3711
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3412
+	JNZ   epi_flag_3712
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73492,10 +82704,10 @@ epi_flag_3386:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3413:
+epi2_row_3713:
 	XORQ R10, R10
 
-epi2_col_3414:
+epi2_col_3714:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -73505,15 +82717,15 @@ epi2_col_3414:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3414
+	JL        epi2_col_3714
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3413
-	JMP       epi2_done_3147
+	JL        epi2_row_3713
+	JMP       epi2_done_3315
 
-epi_flag_3412:
+epi_flag_3712:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73527,11 +82739,11 @@ epi_flag_3412:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3415:
+epi2_row_3715:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_3416:
+epi2_col_3716:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -73542,17 +82754,17 @@ epi2_col_3416:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3416
+	JL        epi2_col_3716
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3415
-	JMP       epi2_done_3147
+	JL        epi2_row_3715
+	JMP       epi2_done_3315
 
-epi_flag_3411:
+epi_flag_3711:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3417
+	JNZ          epi_flag_3717
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73575,10 +82787,10 @@ epi_flag_3411:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3418:
+epi2_row_3718:
 	XORQ R10, R10
 
-epi2_col_3419:
+epi2_col_3719:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -73596,15 +82808,15 @@ epi2_col_3419:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3419
+	JL           epi2_col_3719
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3418
-	JMP          epi2_done_3147
+	JL           epi2_row_3718
+	JMP          epi2_done_3315
 
-epi_flag_3417:
+epi_flag_3717:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73628,11 +82840,11 @@ epi_flag_3417:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3420:
+epi2_row_3720:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_3421:
+epi2_col_3721:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -73651,19 +82863,21 @@ epi2_col_3421:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3421
+	JL           epi2_col_3721
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3420
-	JMP          epi2_done_3147
+	JL           epi2_row_3720
+	JMP          epi2_done_3315
 
-epi_flag_3410:
+epi_flag_3710:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3422
+	JNZ   epi_flag_3722
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3423
+	JNZ   epi_flag_3723
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3724
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73679,10 +82893,10 @@ epi_flag_3410:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3424:
+epi2_row_3725:
 	XORQ R12, R12
 
-epi2_col_3425:
+epi2_col_3726:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -73693,16 +82907,57 @@ epi2_col_3425:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3425
+	JL        epi2_col_3726
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3424
-	JMP       epi2_done_3147
+	JL        epi2_row_3725
+	JMP       epi2_done_3315
 
-epi_flag_3423:
+epi_flag_3724:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  bias+72(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_3727:
+	XORQ R12, R12
+
+epi2_col_3728:
+	VMOVDQU   (R10)(R12*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R12*4), Y1, Y1
+	VADDPS    (R8)(R12*4), Y1, Y1
+	VCMPPS    $0x16, Y0, Y1, Y2
+	VANDPS    Y2, Y1, Y1
+	VMULPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3728
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3727
+	JMP       epi2_done_3315
+
+epi_flag_3723:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3729
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73719,11 +82974,11 @@ epi_flag_3423:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3426:
+epi2_row_3730:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3427:
+epi2_col_3731:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -73735,18 +82990,62 @@ epi2_col_3427:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3427
+	JL        epi2_col_3731
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3426
-	JMP       epi2_done_3147
+	JL        epi2_row_3730
+	JMP       epi2_done_3315
 
-epi_flag_3422:
+epi_flag_3729:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  bias+72(FP), R9
+	MOVQ  n+24(FP), R10
+	MOVQ  c+0(FP), R11
+	XORQ  R12, R12
+
+epi2_row_3732:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_3733:
+	VMOVDQU   (R11)(R13*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R13*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VCMPPS    $0x16, Y0, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMULPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_3733
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_3732
+	JMP       epi2_done_3315
+
+epi_flag_3722:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3428
+	JNZ          epi_flag_3734
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3735
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73772,10 +83071,10 @@ epi_flag_3422:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3429:
+epi2_row_3736:
 	XORQ R12, R12
 
-epi2_col_3430:
+epi2_col_3737:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -73794,16 +83093,75 @@ epi2_col_3430:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3430
+	JL           epi2_col_3737
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3429
-	JMP          epi2_done_3147
+	JL           epi2_row_3736
+	JMP          epi2_done_3315
 
-epi_flag_3428:
+epi_flag_3735:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3738:
+	XORQ R12, R12
+
+epi2_col_3739:
+	VMOVDQU      (R10)(R12*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R12*4), Y1, Y1
+	VADDPS       (R8)(R12*4), Y1, Y1
+	VCMPPS       $0x16, Y0, Y1, Y2
+	VANDPS       Y2, Y1, Y1
+	VMULPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3739
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3738
+	JMP          epi2_done_3315
+
+epi_flag_3734:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3740
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73830,11 +83188,11 @@ epi_flag_3428:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3431:
+epi2_row_3741:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3432:
+epi2_col_3742:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -73854,24 +83212,84 @@ epi2_col_3432:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3432
+	JL           epi2_col_3742
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3431
-	JMP          epi2_done_3147
+	JL           epi2_row_3741
+	JMP          epi2_done_3315
 
-epi_flag_3385:
+epi_flag_3740:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3743:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_3744:
+	VMOVDQU      (R11)(R13*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R13*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VCMPPS       $0x16, Y0, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3744
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3743
+	JMP          epi2_done_3315
+
+epi_flag_3673:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3433
+	JNZ          epi_flag_3745
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3434
+	JNZ          epi_flag_3746
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3435
+	JNZ          epi_flag_3747
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3436
+	JNZ          epi_flag_3748
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -73885,10 +83303,10 @@ epi_flag_3385:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3437:
+epi2_row_3749:
 	XORQ R10, R10
 
-epi2_col_3438:
+epi2_col_3750:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -73899,15 +83317,15 @@ epi2_col_3438:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3438
+	JL        epi2_col_3750
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3437
-	JMP       epi2_done_3147
+	JL        epi2_row_3749
+	JMP       epi2_done_3315
 
-epi_flag_3436:
+epi_flag_3748:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -73922,12 +83340,12 @@ epi_flag_3436:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3439:
+epi2_row_3751:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_3440:
+epi2_col_3752:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -73939,17 +83357,17 @@ epi2_col_3440:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3440
+	JL        epi2_col_3752
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3439
-	JMP       epi2_done_3147
+	JL        epi2_row_3751
+	JMP       epi2_done_3315
 
-epi_flag_3435:
+epi_flag_3747:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3441
+	JNZ          epi_flag_3753
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -73973,10 +83391,10 @@ epi_flag_3435:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3442:
+epi2_row_3754:
 	XORQ R10, R10
 
-epi2_col_3443:
+epi2_col_3755:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -73995,15 +83413,15 @@ epi2_col_3443:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3443
+	JL           epi2_col_3755
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3442
-	JMP          epi2_done_3147
+	JL           epi2_row_3754
+	JMP          epi2_done_3315
 
-epi_flag_3441:
+epi_flag_3753:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74028,12 +83446,12 @@ epi_flag_3441:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3444:
+epi2_row_3756:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_3445:
+epi2_col_3757:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -74053,19 +83471,21 @@ epi2_col_3445:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3445
+	JL           epi2_col_3757
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3444
-	JMP          epi2_done_3147
+	JL           epi2_row_3756
+	JMP          epi2_done_3315
 
-epi_flag_3434:
+epi_flag_3746:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3446
+	JNZ          epi_flag_3758
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3447
+	JNZ          epi_flag_3759
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3760
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -74082,10 +83502,10 @@ epi_flag_3434:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3448:
+epi2_row_3761:
 	XORQ R12, R12
 
-epi2_col_3449:
+epi2_col_3762:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -74097,16 +83517,59 @@ epi2_col_3449:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3449
+	JL        epi2_col_3762
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3448
-	JMP       epi2_done_3147
+	JL        epi2_row_3761
+	JMP       epi2_done_3315
 
-epi_flag_3447:
+epi_flag_3760:
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3763:
+	XORQ R12, R12
+
+epi2_col_3764:
+	VMOVDQU   (R10)(R12*4), Y2
+	VPMULLD   (R8)(R12*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R12*4), Y2, Y2
+	VCMPPS    $0x16, Y1, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMULPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3764
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3763
+	JMP       epi2_done_3315
+
+epi_flag_3759:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3765
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -74124,12 +83587,12 @@ epi_flag_3447:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_3450:
+epi2_row_3766:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3451:
+epi2_col_3767:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -74142,18 +83605,65 @@ epi2_col_3451:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3451
+	JL        epi2_col_3767
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3450
-	JMP       epi2_done_3147
+	JL        epi2_row_3766
+	JMP       epi2_done_3315
 
-epi_flag_3446:
+epi_flag_3765:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  n+24(FP), R11
+	MOVQ  c+0(FP), R12
+	XORQ  R13, R13
+
+epi2_row_3768:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_3769:
+	VMOVDQU   (R12)(R14*4), Y3
+	VPMULLD   (R10)(R14*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R14*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VCMPPS    $0x16, Y0, Y3, Y4
+	VANDPS    Y4, Y3, Y3
+	VMULPS    (DX)(R14*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R14*4)
+	ADDQ      $0x08, R14
+	CMPQ      R14, R11
+	JL        epi2_col_3769
+	ADDQ      AX, R12
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R13
+	CMPQ      R13, m+16(FP)
+	JL        epi2_row_3768
+	JMP       epi2_done_3315
+
+epi_flag_3758:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3452
+	JNZ          epi_flag_3770
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3771
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -74180,10 +83690,10 @@ epi_flag_3446:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3453:
+epi2_row_3772:
 	XORQ R12, R12
 
-epi2_col_3454:
+epi2_col_3773:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -74203,16 +83713,77 @@ epi2_col_3454:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3454
+	JL           epi2_col_3773
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3453
-	JMP          epi2_done_3147
+	JL           epi2_row_3772
+	JMP          epi2_done_3315
 
-epi_flag_3452:
+epi_flag_3771:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3774:
+	XORQ R12, R12
+
+epi2_col_3775:
+	VMOVDQU      (R10)(R12*4), Y2
+	VPMULLD      (R8)(R12*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R12*4), Y2, Y2
+	VCMPPS       $0x16, Y1, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3775
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3774
+	JMP          epi2_done_3315
+
+epi_flag_3770:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3776
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74240,12 +83811,12 @@ epi_flag_3452:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3455:
+epi2_row_3777:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3456:
+epi2_col_3778:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -74266,22 +83837,85 @@ epi2_col_3456:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3456
+	JL           epi2_col_3778
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3455
-	JMP          epi2_done_3147
+	JL           epi2_row_3777
+	JMP          epi2_done_3315
 
-epi_flag_3433:
+epi_flag_3776:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_3779:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_3780:
+	VMOVDQU      (R12)(R14*4), Y3
+	VPMULLD      (R10)(R14*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R14*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x16, Y0, Y3, Y4
+	VANDPS       Y4, Y3, Y3
+	VMULPS       (DX)(R14*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_3780
+	ADDQ         AX, R12
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_3779
+	JMP          epi2_done_3315
+
+epi_flag_3745:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3457
+	JNZ          epi_flag_3781
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3458
+	JNZ          epi_flag_3782
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3459
+	JNZ          epi_flag_3783
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -74296,10 +83930,10 @@ epi_flag_3433:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3460:
+epi2_row_3784:
 	XORQ R11, R11
 
-epi2_col_3461:
+epi2_col_3785:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -74311,15 +83945,15 @@ epi2_col_3461:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3461
+	JL        epi2_col_3785
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3460
-	JMP       epi2_done_3147
+	JL        epi2_row_3784
+	JMP       epi2_done_3315
 
-epi_flag_3459:
+epi_flag_3783:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -74335,12 +83969,12 @@ epi_flag_3459:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3462:
+epi2_row_3786:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_3463:
+epi2_col_3787:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -74353,17 +83987,17 @@ epi2_col_3463:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3463
+	JL        epi2_col_3787
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3462
-	JMP       epi2_done_3147
+	JL        epi2_row_3786
+	JMP       epi2_done_3315
 
-epi_flag_3458:
+epi_flag_3782:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3464
+	JNZ          epi_flag_3788
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -74388,10 +84022,10 @@ epi_flag_3458:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3465:
+epi2_row_3789:
 	XORQ R11, R11
 
-epi2_col_3466:
+epi2_col_3790:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -74411,15 +84045,15 @@ epi2_col_3466:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3466
+	JL           epi2_col_3790
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3465
-	JMP          epi2_done_3147
+	JL           epi2_row_3789
+	JMP          epi2_done_3315
 
-epi_flag_3464:
+epi_flag_3788:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74445,12 +84079,12 @@ epi_flag_3464:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3467:
+epi2_row_3791:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_3468:
+epi2_col_3792:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -74471,19 +84105,21 @@ epi2_col_3468:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3468
+	JL           epi2_col_3792
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3467
-	JMP          epi2_done_3147
+	JL           epi2_row_3791
+	JMP          epi2_done_3315
 
-epi_flag_3457:
+epi_flag_3781:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3469
+	JNZ          epi_flag_3793
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3470
+	JNZ          epi_flag_3794
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3795
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -74501,10 +84137,10 @@ epi_flag_3457:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3471:
+epi2_row_3796:
 	XORQ R13, R13
 
-epi2_col_3472:
+epi2_col_3797:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -74517,16 +84153,61 @@ epi2_col_3472:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3472
+	JL        epi2_col_3797
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3471
-	JMP       epi2_done_3147
+	JL        epi2_row_3796
+	JMP       epi2_done_3315
 
-epi_flag_3470:
+epi_flag_3795:
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3798:
+	XORQ R13, R13
+
+epi2_col_3799:
+	VMOVDQU   (R11)(R13*4), Y2
+	VPMULLD   (R8)(R13*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R13*4), Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VCMPPS    $0x16, Y1, Y2, Y3
+	VANDPS    Y3, Y2, Y2
+	VMULPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_3799
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_3798
+	JMP       epi2_done_3315
+
+epi_flag_3794:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3800
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -74545,12 +84226,12 @@ epi_flag_3470:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_3473:
+epi2_row_3801:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3474:
+epi2_col_3802:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -74564,18 +84245,67 @@ epi2_col_3474:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3474
+	JL        epi2_col_3802
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3473
-	JMP       epi2_done_3147
+	JL        epi2_row_3801
+	JMP       epi2_done_3315
 
-epi_flag_3469:
+epi_flag_3800:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  bias+72(FP), R11
+	MOVQ  n+24(FP), R12
+	MOVQ  c+0(FP), R13
+	XORQ  R14, R14
+
+epi2_row_3803:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_3804:
+	VMOVDQU   (R13)(R15*4), Y3
+	VPMULLD   (R10)(R15*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R15*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (R11)(R15*4), Y3, Y3
+	VCMPPS    $0x16, Y0, Y3, Y4
+	VANDPS    Y4, Y3, Y3
+	VMULPS    (DX)(R15*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R15*4)
+	ADDQ      $0x08, R15
+	CMPQ      R15, R12
+	JL        epi2_col_3804
+	ADDQ      AX, R13
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R14
+	CMPQ      R14, m+16(FP)
+	JL        epi2_row_3803
+	JMP       epi2_done_3315
+
+epi_flag_3793:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3475
+	JNZ          epi_flag_3805
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3806
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -74603,10 +84333,10 @@ epi_flag_3469:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3476:
+epi2_row_3807:
 	XORQ R13, R13
 
-epi2_col_3477:
+epi2_col_3808:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -74627,16 +84357,79 @@ epi2_col_3477:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3477
+	JL           epi2_col_3808
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3476
-	JMP          epi2_done_3147
+	JL           epi2_row_3807
+	JMP          epi2_done_3315
 
-epi_flag_3475:
+epi_flag_3806:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_3809:
+	XORQ R13, R13
+
+epi2_col_3810:
+	VMOVDQU      (R11)(R13*4), Y2
+	VPMULLD      (R8)(R13*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R13*4), Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VCMPPS       $0x16, Y1, Y2, Y3
+	VANDPS       Y3, Y2, Y2
+	VMULPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_3810
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_3809
+	JMP          epi2_done_3315
+
+epi_flag_3805:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3811
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74665,12 +84458,12 @@ epi_flag_3475:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3478:
+epi2_row_3812:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3479:
+epi2_col_3813:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -74692,15 +84485,80 @@ epi2_col_3479:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3479
+	JL           epi2_col_3813
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3478
+	JL           epi2_row_3812
+	JMP          epi2_done_3315
 
-epi2_done_3147:
+epi_flag_3811:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         bias+72(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_3814:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_3815:
+	VMOVDQU      (R13)(R15*4), Y3
+	VPMULLD      (R10)(R15*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R15*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       (R11)(R15*4), Y3, Y3
+	VCMPPS       $0x16, Y0, Y3, Y4
+	VANDPS       Y4, Y3, Y3
+	VMULPS       (DX)(R15*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_3815
+	ADDQ         AX, R13
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_3814
+
+epi2_done_3315:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -74736,9 +84594,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_3481
+	JZ     peak_done_3817
 
-peak_3480:
+peak_3816:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -74764,9 +84622,9 @@ peak_3480:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_3480
+	JNZ      peak_3816
 
-peak_done_3481:
+peak_done_3817:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -74824,9 +84682,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_3483
+	JZ     peak_done_3819
 
-peak_3482:
+peak_3818:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -74852,9 +84710,9 @@ peak_3482:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_3482
+	JNZ         peak_3818
 
-peak_done_3483:
+peak_done_3819:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -74900,9 +84758,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_3485
+	JZ    peak_done_3821
 
-peak_3484:
+peak_3820:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -74928,9 +84786,9 @@ peak_3484:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_3484
+	JNZ      peak_3820
 
-peak_done_3485:
+peak_done_3821:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -74964,9 +84822,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_3487
+	JZ    peak_done_3823
 
-peak_3486:
+peak_3822:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -74980,9 +84838,9 @@ peak_3486:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_3486
+	JNZ         peak_3822
 
-peak_done_3487:
+peak_done_3823:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -75026,9 +84884,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_3489
+	JZ    peak_done_3825
 
-peak_3488:
+peak_3824:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -75085,9 +84943,9 @@ peak_3488:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_3488
+	JNZ  peak_3824
 
-peak_done_3489:
+peak_done_3825:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2

@@ -17,6 +17,9 @@ type Linear struct {
 	Scale []float32
 	Bias  []float32 // optional
 	Act   Act
+	// MulResidual multiplies the output by LinearIO.Residual instead of
+	// adding it (Epilogue.MulResidual).
+	MulResidual bool
 	// OutKp > 0 makes the output u8 rows of OutKp bytes, quantised with
 	// OutInvScale and OutZeroPoint (the next layer's input); 0 makes it
 	// f32 rows of B.N.
@@ -33,7 +36,7 @@ type LinearIO struct {
 	// of A in dynamic mode; nil in static mode.
 	RowScale     []float32
 	RowZeroPoint []int32
-	Residual     []float32 // optional: Rows rows of B.N, added last
+	Residual     []float32 // optional: Rows rows of B.N, added last (multiplied with Linear.MulResidual)
 	OutF32       []float32 // Rows rows of B.N, when OutKp is 0
 	OutU8        []uint8   // Rows rows of OutKp bytes, when OutKp > 0
 	// Finish, if set, runs on each block of output rows once the GEMM
@@ -48,7 +51,7 @@ func (l *Linear) Epilogue(ep *Epilogue, io *LinearIO) {
 		RowScale: io.RowScale, RowZeroPoint: io.RowZeroPoint, Finish: io.Finish,
 	}
 	if io.Residual != nil {
-		ep.Residual, ep.ResidualStride = io.Residual, l.B.N
+		ep.Residual, ep.ResidualStride, ep.MulResidual = io.Residual, l.B.N, l.MulResidual
 	}
 	if l.OutKp > 0 {
 		ep.OutU8, ep.OutStride, ep.OutInvScale, ep.OutZeroPoint = io.OutU8, l.OutKp, l.OutInvScale, l.OutZeroPoint

@@ -102,7 +102,7 @@ func qgemmAVX2(a *uint8, lda int, b *int8, kp int, c *int32, ldc int, m int, nbl
 // column 0 of the block (row 0 for res, the output, rowZero and rowScale);
 // strides are in elements. flags: 1 colSum, 2 bias, 4 residual, 8 u8 output
 // (else f32), 16 per-row zero point rowZero[i] (replacing aZero) and scale
-// rowScale[i]; bits 8 and up, the Act. u8 output clamps v*invScale to
+// rowScale[i], 32 multiply by the residual (with 4); bits 8 and up, the Act. u8 output clamps v*invScale to
 // [clampLo, clampHi] = [-outZero, 255-outZero] (the AVX-512 loops clamp at clampLo
 // and saturate the codes at 255).
 //
