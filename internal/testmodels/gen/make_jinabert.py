@@ -53,6 +53,9 @@ def alibi_tensor(heads, size):
     return (slopes.unsqueeze(1).unsqueeze(1) * relative).unsqueeze(0)
 
 
+ALIBI_STARTING_SIZE = 512
+
+
 class SelfAttention(make_models.BertSelfAttention):
     def forward(self, x, mask, bias):
         q = self.transpose_for_scores(self.query(x))
@@ -105,7 +108,10 @@ class Encoder(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.layer = nn.ModuleList([Layer(c) for _ in range(c["num_hidden_layers"])])
-        self.register_buffer("alibi", alibi_tensor(c["num_attention_heads"], c["max_position_embeddings"]), persistent=False)
+        # The hub code's alibi_starting_size: 512 positions, rebuilt
+        # larger when a longer sequence comes.
+        size = min(ALIBI_STARTING_SIZE, c["max_position_embeddings"])
+        self.register_buffer("alibi", alibi_tensor(c["num_attention_heads"], size), persistent=False)
 
     def forward(self, x, mask):
         seqlen = x.size(1)
@@ -168,7 +174,14 @@ TINY = [
 ]
 
 
-def build(name, c, opset, out_dir, seed, lengths):
+def published():
+    """jina-embeddings-v2-base-en's shapes (random weights, ONNX only):
+    for benchmarks against ONNX Runtime."""
+    c = jina_config("JinaBertModel", 30528, 768, 12, 12, 3072, "geglu", 8192)
+    return [("jinabert-v2-base-random", c, 14)]
+
+
+def build(name, c, opset, out_dir, seed, lengths, published=False):
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     torch.manual_seed(seed)
@@ -178,7 +191,8 @@ def build(name, c, opset, out_dir, seed, lengths):
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)
         f.write("\n")
-    make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
+    if not published:
+        make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
     batch = make_models.make_batch(c, seed + 1, lengths)
     names = make_models.input_names(c)
     args = tuple(torch.from_numpy(batch[n]) for n in names)
@@ -206,10 +220,11 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
+    ap.add_argument("--published", action="store_true", help="jina-embeddings-v2-base-en's shapes (random weights) instead of the tiny models")
     a = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    for i, (name, c, opset) in enumerate(TINY):
-        build(name, c, opset, a.out, 5000 + 17 * i, [9, 3, 16, 12])
+    for i, (name, c, opset) in enumerate(published() if a.published else TINY):
+        build(name, c, opset, a.out, 5000 + 17 * i, [24, 7, 32] if a.published else [9, 3, 16, 12], a.published)
 
 
 if __name__ == "__main__":
