@@ -134,6 +134,12 @@ type Config struct {
 	// "reglu", its gated feed-forward's activation (GELU or ReLU of the
 	// first half, times the second); "" for other families.
 	FeedForwardType string
+	// JinaQKPostNorm selects the code of jinaai/jina-bert-v2-qk-post-norm
+	// (jina-embeddings-v2-base-code), which config.json's auto_map names:
+	// LayerNorms on Q and K, a second norm of the residual sum after the
+	// attention's own, the feed-forward's activation on the second half
+	// of its projection, its residual and norm outside it.
+	JinaQKPostNorm bool
 
 	HiddenAct    string
 	LayerNormEps float64
@@ -264,19 +270,20 @@ type rawConfig struct {
 	NumLabels     *int              `json:"num_labels"`
 
 	// BertConfig keys (RobertaConfig and XLMRobertaConfig share them).
-	HiddenSize       *int     `json:"hidden_size"`
-	NumHiddenLayers  *int     `json:"num_hidden_layers"`
-	NumAttnHeads     *int     `json:"num_attention_heads"`
-	IntermediateSize *int     `json:"intermediate_size"`
-	HiddenAct        *string  `json:"hidden_act"`
-	TypeVocabSize    *int     `json:"type_vocab_size"`
-	LayerNormEps     *float64 `json:"layer_norm_eps"`
-	PadTokenID       *int     `json:"pad_token_id"`
-	PositionEmbType  *string  `json:"position_embedding_type"`
-	IsDecoder        bool     `json:"is_decoder"`
-	EmbeddingSize    *int     `json:"embedding_size"`                 // ElectraConfig
-	RelativeBuckets  *int     `json:"relative_attention_num_buckets"` // MPNetConfig
-	FeedForwardType  *string  `json:"feed_forward_type"`              // JinaBertConfig
+	HiddenSize       *int           `json:"hidden_size"`
+	NumHiddenLayers  *int           `json:"num_hidden_layers"`
+	NumAttnHeads     *int           `json:"num_attention_heads"`
+	IntermediateSize *int           `json:"intermediate_size"`
+	HiddenAct        *string        `json:"hidden_act"`
+	TypeVocabSize    *int           `json:"type_vocab_size"`
+	LayerNormEps     *float64       `json:"layer_norm_eps"`
+	PadTokenID       *int           `json:"pad_token_id"`
+	PositionEmbType  *string        `json:"position_embedding_type"`
+	IsDecoder        bool           `json:"is_decoder"`
+	EmbeddingSize    *int           `json:"embedding_size"`                 // ElectraConfig
+	RelativeBuckets  *int           `json:"relative_attention_num_buckets"` // MPNetConfig
+	FeedForwardType  *string        `json:"feed_forward_type"`              // JinaBertConfig
+	AutoMap          map[string]any `json:"auto_map"`                       // trust_remote_code classes
 
 	// ModernBertConfig keys.
 	HiddenActivation     *string                    `json:"hidden_activation"`
@@ -431,6 +438,11 @@ func parsePositions(cfg *Config, raw rawConfig, path string) error {
 				fmt.Errorf("%w: %q for %s; sqc builds JinaBERT with \"alibi\" only", compiler.ErrUnknownModel, pe, cfg.Architecture))
 		}
 		cfg.FeedForwardType = strOr(raw.FeedForwardType, "original")
+		for _, v := range raw.AutoMap {
+			if s, ok := v.(string); ok && strings.HasPrefix(s, jinaQKPostNormRepo+"--") {
+				cfg.JinaQKPostNorm = true
+			}
+		}
 		return nil
 	}
 	if pe != "absolute" {
@@ -629,7 +641,11 @@ func (c *Config) parameterCount() int64 {
 		// Word and type tables and their norm; per layer Q, K, V and the
 		// output dense with biases, two norms, gated_layers without bias
 		// (2i x h) and wo with one; the pooler or classifier.
-		n := (int64(c.VocabSize)+int64(c.TypeVocabSize)+2)*h + int64(c.NumLayers)*(4*(h*h+h)+4*h+3*h*i+h)
+		norms := int64(4 * h) // the attention's and the feed-forward's
+		if c.JinaQKPostNorm {
+			norms += 6 * h // Q's, K's, and the second after the attention
+		}
+		n := (int64(c.VocabSize)+int64(c.TypeVocabSize)+2)*h + int64(c.NumLayers)*(4*(h*h+h)+norms+3*h*i+h)
 		return n + h*h + h + int64(len(c.Labels))*(h+1)
 	}
 	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * e

@@ -13,6 +13,10 @@ import (
 // for "geglu" and nn.ReLU() for "reglu", whatever hidden_act says.
 var jinaActivations = map[string]string{"geglu": ActGELU, "reglu": ActRELU}
 
+// jinaQKPostNormRepo is the hub repository of jina-embeddings-v2-base-code's
+// modeling code, which config.json's auto_map names (Config.JinaQKPostNorm).
+const jinaQKPostNormRepo = "jinaai/jina-bert-v2-qk-post-norm"
+
 // buildJinaBERT emits JinaBertModel or JinaBertForSequenceClassification
 // after Jina AI's modeling_bert.py (jinaai/jina-bert-implementation, eval
 // mode, eager attention), with the parameter names of its published
@@ -37,11 +41,18 @@ func buildJinaBERT(b *builder, prefix string, pooled bool) {
 		attn := scope + ".attention.self"
 		q := b.linear(x, attn+".query", h, h)
 		k := b.linear(x, attn+".key", h, h)
+		if c.JinaQKPostNorm {
+			q, k = b.layerNorm(q, attn+".layer_norm_q"), b.layerNorm(k, attn+".layer_norm_k")
+		}
 		v := b.linear(x, attn+".value", h, h)
 		ctx := b.MaskedBiasedSelfAttention(attn, q, k, v, "Div", b.HeadDivisor(c.HeadSize()), mask, alibi, c.NumHeads, c.HeadSize())
 		out := b.linear(ctx, scope+".attention.output.dense", h, h)
-		x = b.layerNorm(b.Op("Add", scope+".attention.output/residual", out, x), scope+".attention.output.LayerNorm")
-
+		attnOut := b.layerNorm(b.Op("Add", scope+".attention.output/residual", out, x), scope+".attention.output.LayerNorm")
+		if c.JinaQKPostNorm {
+			x = b.jinaCodeFeedForward(scope, b.layerNorm(b.Op("Add", scope+"/attention_residual", x, attnOut), scope+".layer_norm_1"))
+			continue
+		}
+		x = attnOut
 		gated := b.modernBertLinear(x, scope+".mlp.gated_layers", h, 2*inter, false)
 		act := b.activationNamed(b.columns(gated, scope+".mlp/gated", 0, inter), scope+".mlp.act", c.FFNActivation())
 		glu := b.Op("Mul", scope+".mlp/glu", act, b.columns(gated, scope+".mlp/non_gated", inter, 2*inter))
@@ -57,6 +68,18 @@ func buildJinaBERT(b *builder, prefix string, pooled bool) {
 	if pooled {
 		b.Rename(b.bertPooler(prefix+"pooler", x, h), outPooler)
 	}
+}
+
+// jinaCodeFeedForward is jina-bert-v2-qk-post-norm's feed-forward and
+// the norm after it: layer_norm_2(x + mlp.down_layer(u[..., :i] ·
+// act(u[..., i:]))) of u = mlp.up_gated_layer(x) (no bias).
+func (b *builder) jinaCodeFeedForward(scope, x string) string {
+	h, inter := b.cfg.HiddenSize, b.cfg.IntermediateSize
+	u := b.modernBertLinear(x, scope+".mlp.up_gated_layer", h, 2*inter, false)
+	act := b.activationNamed(b.columns(u, scope+".mlp/gated", inter, 2*inter), scope+".mlp.act", b.cfg.FFNActivation())
+	glu := b.Op("Mul", scope+".mlp/glu", b.columns(u, scope+".mlp/up", 0, inter), act)
+	y := b.linear(glu, scope+".mlp.down_layer", inter, h)
+	return b.layerNorm(b.Op("Add", scope+"/mlp_residual", x, y), scope+".layer_norm_2")
 }
 
 // jinaALiBi is JinaBertEncoder's ALiBi tensor at the sequence length,

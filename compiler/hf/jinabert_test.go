@@ -105,3 +105,19 @@ func TestALiBiSlopes(t *testing.T) {
 		}
 	}
 }
+
+// TestJinaQKPostNormFromAutoMap: jina-embeddings-v2-base-code's config
+// names jina-bert-v2-qk-post-norm's code in auto_map, the others
+// jina-bert-implementation's; the builder follows (the layer's extra
+// norms are in the checkpoint it reads).
+func TestJinaQKPostNormFromAutoMap(t *testing.T) {
+	for name, want := range map[string]bool{testmodels.TinyJinaBertBase: false, testmodels.TinyJinaBertCls: false, testmodels.TinyJinaBertCode: true} {
+		cfg, err := LoadConfig(filepath.Join(testmodels.TinyDir(t, name), ConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.JinaQKPostNorm != want {
+			t.Errorf("%s: JinaQKPostNorm = %v, want %v", name, cfg.JinaQKPostNorm, want)
+		}
+	}
+}

@@ -60,10 +60,15 @@ const (
 	// JinaBertForSequenceClassification, reglu, 6 heads (interleaved
 	// slopes), 3 labels, opset 17.
 	TinyJinaBertCls = "jinabert-cls-reglu"
+	// JinaBertModel of jina-bert-v2-qk-post-norm's code (the variant of
+	// jina-embeddings-v2-base-code): LayerNorm on Q and K, a second norm
+	// after the attention's, the GLU's GELU on its second half; geglu,
+	// opset 14.
+	TinyJinaBertCode = "jinabert-code-geglu"
 )
 
 // TinyJinaBertModels lists the tiny JinaBERT models.
-var TinyJinaBertModels = []string{TinyJinaBertBase, TinyJinaBertCls}
+var TinyJinaBertModels = []string{TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode}
 
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean
@@ -78,7 +83,7 @@ var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
-	TinyJinaBertBase, TinyJinaBertCls}
+	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

@@ -57,9 +57,15 @@ ALIBI_STARTING_SIZE = 512
 
 
 class SelfAttention(make_models.BertSelfAttention):
+    def __init__(self, c):
+        super().__init__(c)
+        # nn.Identity has no parameters and exports no node.
+        norm = (lambda: nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])) if qk_post_norm(c) else nn.Identity
+        self.layer_norm_q, self.layer_norm_k = norm(), norm()
+
     def forward(self, x, mask, bias):
-        q = self.transpose_for_scores(self.query(x))
-        k = self.transpose_for_scores(self.key(x))
+        q = self.transpose_for_scores(self.layer_norm_q(self.query(x)))
+        k = self.transpose_for_scores(self.layer_norm_k(self.key(x)))
         v = self.transpose_for_scores(self.value(x))
         scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.attention_head_size)
         scores = scores + mask
@@ -94,14 +100,42 @@ class GLUMLP(nn.Module):
         return self.layernorm(self.wo(self.act(gated) * non_gated) + residual)
 
 
+class CodeGLUMLP(nn.Module):
+    """jina-bert-v2-qk-post-norm's JinaBertGLUMLP: the activation on the
+    second half, no residual or norm of its own."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.inter = c["intermediate_size"]
+        self.act = {"geglu": nn.GELU, "reglu": nn.ReLU}[c["feed_forward_type"]]()
+        self.up_gated_layer = nn.Linear(c["hidden_size"], 2 * self.inter, bias=False)
+        self.down_layer = nn.Linear(self.inter, c["hidden_size"])
+
+    def forward(self, x):
+        h = self.up_gated_layer(x)
+        up, gated = h[:, :, : self.inter], h[:, :, self.inter :]
+        return self.down_layer(up * self.act(gated))
+
+
 class Layer(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.attention = Attention(c)
-        self.mlp = GLUMLP(c)
+        self.qk_norm = qk_post_norm(c)
+        if self.qk_norm:
+            self.layer_norm_1 = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+            self.layer_norm_2 = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+            self.mlp = CodeGLUMLP(c)
+        else:
+            self.mlp = GLUMLP(c)
 
     def forward(self, x, mask, bias):
-        return self.mlp(self.attention(x, mask, bias))
+        if not self.qk_norm:
+            return self.mlp(self.attention(x, mask, bias))
+        # The attention's output norm, then layer_norm_1 of the residual
+        # sum again, as the hub code does.
+        x = self.layer_norm_1(x + self.attention(x, mask, bias))
+        return self.layer_norm_2(x + self.mlp(x))
 
 
 class Encoder(nn.Module):
@@ -156,14 +190,21 @@ class Cls(nn.Module):
 
 CLASSES = {"JinaBertModel": Model, "JinaBertForSequenceClassification": Cls}
 
+QK_POST_NORM = "jinaai/jina-bert-v2-qk-post-norm"
 
-def jina_config(arch, vocab, hidden, layers, heads, inter, ff, max_pos, num_labels=2):
+
+def qk_post_norm(c):
+    """jina-embeddings-v2-base-code's code (auto_map names it)."""
+    return any(v.startswith(QK_POST_NORM + "--") for v in c["auto_map"].values())
+
+
+def jina_config(arch, vocab, hidden, layers, heads, inter, ff, max_pos, num_labels=2, code="jinaai/jina-bert-implementation"):
     c = make_models.bert_config(arch, vocab, hidden, layers, heads, inter, "gelu", max_pos, num_labels)
     c.update({"position_embedding_type": "alibi", "feed_forward_type": ff, "emb_pooler": "mean",
               "attn_implementation": None, "model_max_length": max_pos,
-              "auto_map": {"AutoConfig": "jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig",
-                           "AutoModel": "jinaai/jina-bert-implementation--modeling_bert.JinaBertModel",
-                           "AutoModelForSequenceClassification": "jinaai/jina-bert-implementation--modeling_bert.JinaBertForSequenceClassification"}})
+              "auto_map": {"AutoConfig": code + "--configuration_bert.JinaBertConfig",
+                           "AutoModel": code + "--modeling_bert.JinaBertModel",
+                           "AutoModelForSequenceClassification": code + "--modeling_bert.JinaBertForSequenceClassification"}})
     return c
 
 
@@ -171,6 +212,9 @@ def jina_config(arch, vocab, hidden, layers, heads, inter, ff, max_pos, num_labe
 TINY = [
     ("jinabert-base-geglu", jina_config("JinaBertModel", 140, 32, 3, 4, 48, "geglu", 64), 14),
     ("jinabert-cls-reglu", jina_config("JinaBertForSequenceClassification", 140, 48, 3, 6, 64, "reglu", 64, 3), 17),
+    # jina-embeddings-v2-base-code's variant: LayerNorm on Q and K, a second
+    # norm after the attention's, the GLU's activation on its second half.
+    ("jinabert-code-geglu", jina_config("JinaBertModel", 140, 32, 3, 4, 48, "geglu", 64, code=QK_POST_NORM), 14),
 ]
 
 
