@@ -24,6 +24,7 @@ const (
 	ModelELECTRA    = "electra"
 	ModelMPNet      = "mpnet"
 	ModelModernBERT = "modernbert"
+	ModelGTE        = "new" // Alibaba-NLP/new-impl's NewModel (GTE v1.5, gte-multilingual)
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -41,6 +42,7 @@ const (
 	ArchMPNetForSequence      = "MPNetForSequenceClassification"
 	ArchModernBertModel       = "ModernBertModel"
 	ArchModernBertForSequence = "ModernBertForSequenceClassification"
+	ArchGTEModel              = "NewModel"
 
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
@@ -61,6 +63,7 @@ var architecturesByType = map[string][]string{
 	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence},
 	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence},
 	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence},
+	ModelGTE:        {ArchGTEModel},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
@@ -147,6 +150,9 @@ type Config struct {
 	// ModernBERT's (ModernBertConfig; zero for every other family):
 	// ModernBERT is the ModernBERT-specific part of the config.
 	ModernBERT ModernBERTConfig
+	// GTE is NewConfig's own part (model_type "new"; zero for every other
+	// family).
+	GTE GTEConfig
 
 	// Labels are id2label in index order; their count is the classifier's
 	// output width. Used only by *ForSequenceClassification.
@@ -197,13 +203,13 @@ func (c *Config) OffsetsPositions() bool { return c.IsRoBERTa() || c.ModelType =
 // hasTypeTable reports whether the model has token type embeddings
 // (type_vocab_size): every family with BERT's keys but MPNet.
 func (c *Config) hasTypeTable() bool {
-	return c.hasBertKeys() && c.ModelType != ModelMPNet && c.ModelType != ModelModernBERT
+	return c.hasBertKeys() && c.ModelType != ModelMPNet && c.ModelType != ModelModernBERT && (c.ModelType != ModelGTE || c.TypeVocabSize > 0)
 }
 
 // HasTokenTypeIDs reports whether the model takes a token_type_ids input
 // (BERT and ELECTRA; the RoBERTa family and DistilBERT do not).
 func (c *Config) HasTokenTypeIDs() bool {
-	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA
+	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA || c.ModelType == ModelGTE && c.TypeVocabSize > 0
 }
 
 // HeadSize is the per-head width of attention.
@@ -301,6 +307,11 @@ type rawConfig struct {
 	LayerTypes           []string                   `json:"layer_types"`
 	RopeParameters       map[string]*ropeParameters `json:"rope_parameters"`
 	RopeScaling          map[string]any             `json:"rope_scaling"`
+	RopeTheta            *float64                   `json:"rope_theta"`
+	LayerNormType        *string                    `json:"layer_norm_type"`
+	LognAttentionScale   bool                       `json:"logn_attention_scale"`
+	LognAttentionClip1   bool                       `json:"logn_attention_clip1"`
+	PackQKV              *bool                      `json:"pack_qkv"`
 
 	// DistilBertConfig keys.
 	Dim        *int    `json:"dim"`
@@ -404,6 +415,12 @@ func ParseConfig(data []byte, path string) (Config, error) {
 		}
 	case ModelModernBERT:
 		if err := parseModernBERT(&cfg, raw, path); err != nil {
+			return Config{}, err
+		}
+	case ModelGTE:
+		g := gteRaw{RopeTheta: raw.RopeTheta, LayerNormType: raw.LayerNormType, LognAttentionScale: raw.LognAttentionScale,
+			LognAttentionClip1: raw.LognAttentionClip1, PackQKV: raw.PackQKV, RopeScaling: raw.RopeScaling}
+		if err := parseGTE(&cfg, raw, g, path); err != nil {
 			return Config{}, err
 		}
 	case ModelDistilBERT:
@@ -588,6 +605,11 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
+	if c.ModelType == ModelGTE {
+		if err := c.validateGTE(fail); err != nil {
+			return err
+		}
+	}
 	if c.IsJina() {
 		if _, ok := jinaActivations[c.FeedForwardType]; !ok {
 			return compiler.BadInput(c.Source, "feed_forward_type", fmt.Errorf("%w: %q; supported for JinaBERT: geglu, reglu",
@@ -636,6 +658,9 @@ func (c *Config) parameterCount() int64 {
 	h, i, e := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.EmbeddingWidth())
 	if c.ModelType == ModelModernBERT {
 		return c.modernBertParameters()
+	}
+	if c.ModelType == ModelGTE {
+		return c.gteParameters()
 	}
 	if c.IsJina() {
 		// Word and type tables and their norm; per layer Q, K, V and the

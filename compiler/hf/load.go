@@ -148,6 +148,8 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildMPNet(b, prefix, pooled)
 	case ModelModernBERT:
 		buildModernBERT(b, prefix)
+	case ModelGTE:
+		buildGTE(b)
 	}
 	if b.err != nil {
 		return nil, b.err

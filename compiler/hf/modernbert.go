@@ -123,17 +123,29 @@ func (b *builder) rotate(x, scope string, tables [2]string) string {
 	return b.Op("Add", scope+"/rotary", b.Op("Mul", scope+"/x_cos", x, cos), b.Op("Mul", scope+"/rotated_sin", rot, sin))
 }
 
-// modernBertRotaryTables is ModernBertRotaryEmbedding at base theta for
-// positions 0..seq-1: freqs = positions ⊗ inv_freq, emb = cat(freqs,
-// freqs), and its cos and sin, [1, seq, d] each. inv_freq is 1 /
-// theta^(2i/d) for i < d/2 in float32, as the module computes it.
-func (b *builder) modernBertRotaryTables(scope string, theta float64) [2]string {
-	d := b.cfg.HeadSize()
-	inv := compiler.NewTensor(compiler.Float32, int64(d/2))
-	for i := range inv.F32 {
+// ropeInvFreq is the rotary embedding's inverse frequencies for head
+// size d at base theta: 1 / theta^(2i/d) for i < d/2 in float32, as
+// torch computes 1.0 / (base ** (torch.arange(0, d, 2).float() / d)).
+func ropeInvFreq(d int, theta float64) []float32 {
+	inv := make([]float32, d/2)
+	for i := range inv {
 		e := float32(2*i) / float32(d)
-		inv.F32[i] = 1 / float32(math.Pow(float64(float32(theta)), float64(e)))
+		inv[i] = 1 / float32(math.Pow(float64(float32(theta)), float64(e)))
 	}
+	return inv
+}
+
+// modernBertRotaryTables is ModernBertRotaryEmbedding at base theta.
+func (b *builder) modernBertRotaryTables(scope string, theta float64) [2]string {
+	return b.rotaryTables(scope, ropeInvFreq(b.cfg.HeadSize(), theta))
+}
+
+// rotaryTables is the rotary embedding of inverse frequencies invFreq for
+// positions 0..seq-1: freqs = positions ⊗ inv_freq, emb = cat(freqs,
+// freqs), and its cos and sin, [1, seq, d] each.
+func (b *builder) rotaryTables(scope string, invFreq []float32) [2]string {
+	inv := compiler.NewTensor(compiler.Float32, int64(len(invFreq)))
+	copy(inv.F32, invFreq)
 	name := scope + ".inv_freq"
 	b.G.Initializers[name] = inv
 	positions := b.CastFloat(b.positions(scope), scope+"/positions_f32")

@@ -52,6 +52,13 @@ var presets = map[string]Config{
 		VocabSize: 30528, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
 		MaxPositions: 8192, TypeVocabSize: 2, HiddenAct: ActGELU, LayerNormEps: 1e-12, FeedForwardType: "geglu",
 	},
+	// Alibaba-NLP/gte-base-en-v1.5: rotary (theta 500000, NTK factor 2), a
+	// GEGLU, no token types; NewModel only (an embedder, no classifier).
+	"gte-base": {
+		ModelType: ModelGTE, Architecture: ArchGTEModel,
+		VocabSize: gteVocab, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 8192, HiddenAct: ActGELU, LayerNormEps: 1e-12, GTE: GTEConfig{RopeTheta: 500000, NTKFactor: 2},
+	},
 }
 
 // modernBertPreset is ModernBertConfig's defaults at a size: every third

@@ -70,6 +70,21 @@ const (
 // TinyJinaBertModels lists the tiny JinaBERT models.
 var TinyJinaBertModels = []string{TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode}
 
+// Tiny GTE models (gen/make_gte.py): Alibaba-NLP's NewModel (model_type
+// "new"), post-norm layers with rotary position embeddings and a gated
+// feed-forward.
+const (
+	// gte-base-en-v1.5's form: no token types, NTK rotary scaling
+	// (factor 2, theta 500000), gelu, 3 layers, opset 14.
+	TinyGTEBase = "gte-base-gelu"
+	// gte-multilingual-base's form: one token type, gelu_pytorch_tanh,
+	// no scaling, 2 layers, opset 17.
+	TinyGTETypes = "gte-types-gelutanh"
+)
+
+// TinyGTEModels lists the tiny GTE models.
+var TinyGTEModels = []string{TinyGTEBase, TinyGTETypes}
+
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean
 // pooling by the attention mask (the count clamped, Clip) and Normalize
@@ -83,7 +98,7 @@ var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
-	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode}
+	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

@@ -1,0 +1,173 @@
+package hf
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/sqc-dev/sqc/compiler"
+)
+
+// GTEConfig holds the NewConfig keys (Alibaba-NLP/new-impl, model_type
+// "new": gte-base-en-v1.5, gte-large-en-v1.5, gte-multilingual-base) no
+// other family has.
+type GTEConfig struct {
+	// RopeTheta is rope_theta, the rotary base.
+	RopeTheta float64
+	// NTKFactor is rope_scaling's factor for {"type": "ntk"}; 0 without
+	// scaling. The rotary base is then RopeTheta * NTKFactor and the
+	// inverse frequencies are divided by NTKFactor^(2/head size), as
+	// NTKScalingRotaryEmbedding's cache for max_position_embeddings *
+	// NTKFactor positions has them.
+	NTKFactor float64
+}
+
+// NewConfig's class defaults for the keys published configs may omit.
+const (
+	gteRopeTheta = 10000.0
+	gteVocab     = 30528
+)
+
+// gteRaw are NewConfig's own keys.
+type gteRaw struct {
+	RopeTheta          *float64       `json:"rope_theta"`
+	LayerNormType      *string        `json:"layer_norm_type"`
+	LognAttentionScale bool           `json:"logn_attention_scale"`
+	LognAttentionClip1 bool           `json:"logn_attention_clip1"`
+	PackQKV            *bool          `json:"pack_qkv"`
+	RopeScaling        map[string]any `json:"rope_scaling"`
+}
+
+// parseGTE fills cfg from NewConfig's keys with its class defaults. What
+// sqc does not compute is refused, naming the key: another
+// position_embedding_type than "rope", RMS norms, log-n attention scaling,
+// unpacked Q, K and V, rotary scaling other than NTK's.
+func parseGTE(cfg *Config, raw rawConfig, g gteRaw, path string) error {
+	cfg.VocabSize = intOr(raw.VocabSize, gteVocab)
+	cfg.HiddenSize = intOr(raw.HiddenSize, 768)
+	cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
+	cfg.NumHeads = intOr(raw.NumAttnHeads, 12)
+	cfg.IntermediateSize = intOr(raw.IntermediateSize, 3072)
+	cfg.HiddenAct = strOr(raw.HiddenAct, ActGELU)
+	cfg.TypeVocabSize = intOr(raw.TypeVocabSize, 0)
+	cfg.LayerNormEps = 1e-12
+	if raw.LayerNormEps != nil {
+		cfg.LayerNormEps = *raw.LayerNormEps
+	}
+	refuse := func(key, format string, args ...any) error {
+		return compiler.BadInput(path, key, fmt.Errorf("%w: "+format, append([]any{compiler.ErrUnknownModel}, args...)...))
+	}
+	if pe := strOr(raw.PositionEmbType, "rope"); pe != "rope" {
+		return refuse("position_embedding_type", "%q; sqc builds GTE with \"rope\" only", pe)
+	}
+	if t := strOr(g.LayerNormType, "layer_norm"); t != "layer_norm" {
+		return refuse("layer_norm_type", "%q; sqc builds GTE with \"layer_norm\" only", t)
+	}
+	if g.LognAttentionScale || g.LognAttentionClip1 {
+		return refuse("logn_attention_scale", "log-n attention scaling is not supported")
+	}
+	if !boolOr(g.PackQKV, true) {
+		return refuse("pack_qkv", "false (separate q_proj, k_proj, v_proj) is not supported")
+	}
+	cfg.GTE.RopeTheta = gteRopeTheta
+	if g.RopeTheta != nil {
+		cfg.GTE.RopeTheta = *g.RopeTheta
+	}
+	if len(g.RopeScaling) > 0 {
+		typ, _ := g.RopeScaling["type"].(string)
+		factor, ok := g.RopeScaling["factor"].(float64)
+		_, mixed := g.RopeScaling["mixed_b"]
+		if typ != "ntk" || !ok || mixed || len(g.RopeScaling) != 2 {
+			return refuse("rope_scaling", "%v; sqc computes {\"type\": \"ntk\", \"factor\": F} only", g.RopeScaling)
+		}
+		cfg.GTE.NTKFactor = factor
+	}
+	return nil
+}
+
+// validateGTE checks GTE's own settings.
+func (c *Config) validateGTE(fail func(object, format string, args ...any) error) error {
+	g := &c.GTE
+	if c.HeadSize()%2 != 0 {
+		return fail("num_attention_heads", "head size %d is odd; the rotary embedding rotates halves", c.HeadSize())
+	}
+	if !(g.RopeTheta > 1) || math.IsInf(g.RopeTheta, 0) {
+		return fail("rope_theta", "%v is not a finite number above 1", g.RopeTheta)
+	}
+	if g.NTKFactor != 0 && (!(g.NTKFactor >= 1) || math.IsInf(g.NTKFactor, 0)) {
+		return fail("rope_scaling", "factor %v is not a finite number of at least 1", g.NTKFactor)
+	}
+	if c.TypeVocabSize < 0 {
+		return fail("type_vocab_size", "%d is negative", c.TypeVocabSize)
+	}
+	return nil
+}
+
+// gteParameters counts NewModel's weights: the word (and type) embeddings
+// and their norm; per layer qkv_proj and o_proj with biases, two norms,
+// up_gate_proj (no bias) and down_proj with one.
+func (c *Config) gteParameters() int64 {
+	h, i := int64(c.HiddenSize), int64(c.IntermediateSize)
+	layer := 3*h*h + 3*h + h*h + h + 4*h + 2*i*h + i*h + h
+	return (int64(c.VocabSize)+int64(c.TypeVocabSize))*h + 2*h + int64(c.NumLayers)*layer
+}
+
+// buildGTE emits NewModel (last_hidden_state) after its checkpoints'
+// parameter names: word (+ token type) embeddings and LayerNorm; post-norm
+// layers of qkv_proj, the rotary embedding on Q and K, softmax(Q·Kᵀ ·
+// d^-0.5 + mask)·V, o_proj, attn_ln(x + attention), then up_gate_proj's
+// halves as up · act(gate), down_proj, mlp_ln(x + mlp). The rotary
+// tables are ModernBERT's form (the export's Gather of a cached table at
+// positions 0..seq-1 has the same values), so both frontends fuse alike.
+func buildGTE(b *builder) {
+	c := b.cfg
+	h, inter, d := c.HiddenSize, c.IntermediateSize, c.HeadSize()
+	x := b.Gather(b.weight("embeddings.word_embeddings.weight", int64(c.VocabSize), int64(h)), inInputIDs, "embeddings.word_embeddings")
+	if c.TypeVocabSize > 0 {
+		types := b.Gather(b.weight("embeddings.token_type_embeddings.weight", int64(c.TypeVocabSize), int64(h)), inTokenTypeIDs, "embeddings.token_type_embeddings")
+		x = b.Op("Add", "embeddings/add_token_types", x, types)
+	}
+	x = b.layerNorm(x, "embeddings.LayerNorm")
+	mask := b.bertMaskBias()
+	tables := b.rotaryTables("embeddings.rotary_emb", c.gteInvFreq())
+	for l := range c.NumLayers {
+		scope := "encoder.layer." + strconv.Itoa(l)
+		attn := scope + ".attention"
+		qkv := b.linear(x, attn+".qkv_proj", h, 3*h)
+		heads := [3]string{}
+		for i, part := range []string{"query", "key", "value"} {
+			heads[i] = b.splitHeads(b.columns(qkv, attn+"/"+part, i*h, (i+1)*h), attn+"."+part, 0, 2, 1, 3)
+		}
+		q, k := b.rotate(heads[0], attn+".query", tables), b.rotate(heads[1], attn+".key", tables)
+		kT := b.OpAttrs("Transpose", attn+".key/transposed", map[string]compiler.Attr{"perm": compiler.IntsAttr(0, 1, 3, 2)}, k)
+		scores := b.Op("Mul", attn+"/scaled_scores", b.Op("MatMul", attn+"/scores", q, kT),
+			b.Scalar(fmt.Sprintf("const.inv_sqrt_head_size.%d", d), float32(math.Pow(float64(d), -0.5))))
+		probs := b.Softmax(b.Op("Add", attn+"/masked_scores", scores, mask), attn+"/probs")
+		ctx := b.mergeHeads(b.Op("MatMul", attn+"/context", probs, heads[2]), attn+".context")
+		out := b.linear(ctx, attn+".o_proj", h, h)
+		x = b.layerNorm(b.Op("Add", scope+"/attention_residual", x, out), scope+".attn_ln")
+
+		u := b.modernBertLinear(x, scope+".mlp.up_gate_proj", h, 2*inter, false)
+		act := b.activationNamed(b.columns(u, scope+".mlp/gate", inter, 2*inter), scope+".mlp.act", c.HiddenAct)
+		glu := b.Op("Mul", scope+".mlp/glu", b.columns(u, scope+".mlp/up", 0, inter), act)
+		y := b.linear(glu, scope+".mlp.down_proj", inter, h)
+		x = b.layerNorm(b.Op("Add", scope+"/mlp_residual", x, y), scope+".mlp_ln")
+	}
+	b.Rename(x, outLastHidden)
+}
+
+// gteInvFreq is NewModel's rotary inverse frequencies: 1 / base^(2i/d)
+// in float32, with NTK scaling base = rope_theta * factor and each
+// divided by float32(factor^(2/d)).
+func (c *Config) gteInvFreq() []float32 {
+	d, g := c.HeadSize(), &c.GTE
+	if g.NTKFactor == 0 {
+		return ropeInvFreq(d, g.RopeTheta)
+	}
+	inv := ropeInvFreq(d, g.RopeTheta*g.NTKFactor)
+	div := float32(math.Pow(g.NTKFactor, 2/float64(d)))
+	for i := range inv {
+		inv[i] /= div
+	}
+	return inv
+}

@@ -1,0 +1,69 @@
+package hf
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+)
+
+// TestGTEConfigRefusals: the NewConfig settings sqc does not compute are
+// refused naming their key, and the published forms parse.
+func TestGTEConfigRefusals(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testmodels.TinyDir(t, testmodels.TinyGTEBase), ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, key string
+		value     any
+		want      []string // empty: parses
+	}{
+		{"published", "", nil, nil},
+		{"no scaling", "rope_scaling", nil, nil},
+		{"linear scaling", "rope_scaling", map[string]any{"type": "linear", "factor": 2.0}, []string{"rope_scaling", "ntk"}},
+		{"mixed_b", "rope_scaling", map[string]any{"type": "ntk", "factor": 2.0, "mixed_b": 1.0}, []string{"rope_scaling"}},
+		{"rms norm", "layer_norm_type", "rms_norm", []string{"layer_norm_type", "rms_norm"}},
+		{"log-n scale", "logn_attention_scale", true, []string{"logn_attention_scale"}},
+		{"unpacked qkv", "pack_qkv", false, []string{"pack_qkv"}},
+		{"absolute positions", "position_embedding_type", "absolute", []string{"position_embedding_type", "rope"}},
+		{"scaling below 1", "rope_scaling", map[string]any{"type": "ntk", "factor": 0.5}, []string{"rope_scaling", "factor 0.5"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			if c.key != "" {
+				m[c.key] = c.value
+			}
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := ParseConfig(b, "config.json")
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := map[bool]float64{true: 2, false: 0}[c.key == ""]; cfg.GTE.NTKFactor != want {
+					t.Errorf("NTK factor %v, want %v", cfg.GTE.NTKFactor, want)
+				}
+				return
+			}
+			if err == nil || !(errors.Is(err, compiler.ErrUnknownModel) || errors.Is(err, compiler.ErrMalformed)) {
+				t.Fatalf("err = %v, want a refusal", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
