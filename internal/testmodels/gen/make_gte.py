@@ -161,7 +161,16 @@ TINY = [
 ]
 
 
-def build(name, c, opset, out_dir, seed, lengths):
+def published():
+    """gte-base-en-v1.5's shapes (random weights, ONNX only): for
+    benchmarks against ONNX Runtime. The cached rotary tables are cut to
+    2048 positions (the model's are 16384, 4 MiB each), which changes no
+    value of the first 2048."""
+    c = gte_config(30528, 768, 12, 12, 3072, "gelu", 1024, 0, 500000.0, {"type": "ntk", "factor": 2.0})
+    return [("gte-base-random", c, 14)]
+
+
+def build(name, c, opset, out_dir, seed, lengths, published=False):
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     torch.manual_seed(seed)
@@ -171,7 +180,8 @@ def build(name, c, opset, out_dir, seed, lengths):
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)
         f.write("\n")
-    make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
+    if not published:
+        make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
     batch = make_models.make_batch(c, seed + 1, lengths)
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if model.types else [])
     if model.types:
@@ -198,10 +208,11 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
+    ap.add_argument("--published", action="store_true", help="gte-base-en-v1.5's shapes (random weights) instead of the tiny models")
     a = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    for i, (name, c, opset) in enumerate(TINY):
-        build(name, c, opset, a.out, 7000 + 17 * i, [9, 3, 16, 12])
+    for i, (name, c, opset) in enumerate(published() if a.published else TINY):
+        build(name, c, opset, a.out, 7000 + 17 * i, [24, 7, 32] if a.published else [9, 3, 16, 12], a.published)
 
 
 if __name__ == "__main__":
