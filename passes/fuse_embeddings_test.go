@@ -240,24 +240,32 @@ func TestFuseEmbeddingsPositionsFirst(t *testing.T) {
 			if compiler.EmbeddingsPositionsFirst(emb) != reorder || len(emb.Inputs) != 5 {
 				t.Errorf("positions_first %v with %d inputs, want %v with the type table", compiler.EmbeddingsPositionsFirst(emb), len(emb.Inputs), reorder)
 			}
-			types := ref.Inputs["token_type_ids"].Clone()
-			for i := range types.I64 {
-				types.I64[i] = int64(i % 2)
-			}
-			mixed := maps.Clone(ref.Inputs)
-			mixed["token_type_ids"] = types
-			for i, in := range []map[string]*compiler.Tensor{ref.Inputs, mixed} {
-				want, err := interp.Run(before, in, &interp.Options{Threads: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := interp.Run(g, in, &interp.Options{Threads: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantSameBits(t, fmt.Sprintf("batch %d", i), got, want)
-			}
+			sameBitsWithMixedTypes(t, before, g, ref)
 		})
+	}
+}
+
+// sameBitsWithMixedTypes runs the reference batch, and the same with
+// token type ids alternating 0 and 1, through the interpreter on
+// unfused and fused, and fails unless their outputs have the same bits.
+func sameBitsWithMixedTypes(t *testing.T, unfused, fused *compiler.Graph, ref *testmodels.ModelReference) {
+	t.Helper()
+	types := ref.Inputs["token_type_ids"].Clone()
+	for i := range types.I64 {
+		types.I64[i] = int64(i % 2)
+	}
+	mixed := maps.Clone(ref.Inputs)
+	mixed["token_type_ids"] = types
+	for i, in := range []map[string]*compiler.Tensor{ref.Inputs, mixed} {
+		want, err := interp.Run(unfused, in, &interp.Options{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := interp.Run(fused, in, &interp.Options{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSameBits(t, fmt.Sprintf("batch %d", i), got, want)
 	}
 }
 
@@ -300,23 +308,7 @@ func TestFuseEmbeddingsWordAndType(t *testing.T) {
 				if len(emb) != 1 || len(emb[0].Inputs) != 5 || emb[0].Inputs[2] != "" || emb[0].Inputs[3] != "token_type_ids" {
 					t.Fatalf("want one sqc.Embeddings of word and type tables without positions, got %d: %v", len(emb), emb)
 				}
-				types := ref.Inputs["token_type_ids"].Clone()
-				for i := range types.I64 {
-					types.I64[i] = int64(i % 2)
-				}
-				mixed := maps.Clone(ref.Inputs)
-				mixed["token_type_ids"] = types
-				for i, in := range []map[string]*compiler.Tensor{ref.Inputs, mixed} {
-					want, err := interp.Run(before, in, &interp.Options{Threads: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := interp.Run(g, in, &interp.Options{Threads: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					wantSameBits(t, fmt.Sprintf("batch %d", i), got, want)
-				}
+				sameBitsWithMixedTypes(t, before, g, ref)
 			})
 		}
 	}

@@ -121,7 +121,7 @@ func (c *Config) gteParameters() int64 {
 // positions 0..seq-1 has the same values), so both frontends fuse alike.
 func buildGTE(b *builder) {
 	c := b.cfg
-	h, inter, d := c.HiddenSize, c.IntermediateSize, c.HeadSize()
+	h, inter := c.HiddenSize, c.IntermediateSize
 	x := b.Gather(b.weight("embeddings.word_embeddings.weight", int64(c.VocabSize), int64(h)), inInputIDs, "embeddings.word_embeddings")
 	if c.TypeVocabSize > 0 {
 		types := b.Gather(b.weight("embeddings.token_type_embeddings.weight", int64(c.TypeVocabSize), int64(h)), inTokenTypeIDs, "embeddings.token_type_embeddings")
@@ -133,17 +133,7 @@ func buildGTE(b *builder) {
 	for l := range c.NumLayers {
 		scope := "encoder.layer." + strconv.Itoa(l)
 		attn := scope + ".attention"
-		qkv := b.linear(x, attn+".qkv_proj", h, 3*h)
-		heads := [3]string{}
-		for i, part := range []string{"query", "key", "value"} {
-			heads[i] = b.splitHeads(b.columns(qkv, attn+"/"+part, i*h, (i+1)*h), attn+"."+part, 0, 2, 1, 3)
-		}
-		q, k := b.rotate(heads[0], attn+".query", tables), b.rotate(heads[1], attn+".key", tables)
-		kT := b.OpAttrs("Transpose", attn+".key/transposed", map[string]compiler.Attr{"perm": compiler.IntsAttr(0, 1, 3, 2)}, k)
-		scores := b.Op("Mul", attn+"/scaled_scores", b.Op("MatMul", attn+"/scores", q, kT),
-			b.Scalar(fmt.Sprintf("const.inv_sqrt_head_size.%d", d), float32(math.Pow(float64(d), -0.5))))
-		probs := b.Softmax(b.Op("Add", attn+"/masked_scores", scores, mask), attn+"/probs")
-		ctx := b.mergeHeads(b.Op("MatMul", attn+"/context", probs, heads[2]), attn+".context")
+		ctx := b.rotaryAttention(attn, b.linear(x, attn+".qkv_proj", h, 3*h), mask, tables)
 		out := b.linear(ctx, attn+".o_proj", h, h)
 		x = b.layerNorm(b.Op("Add", scope+"/attention_residual", x, out), scope+".attn_ln")
 

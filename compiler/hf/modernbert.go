@@ -96,8 +96,17 @@ func (b *builder) columns(x, scope string, from, to int) string {
 // merged, Wo.
 func (b *builder) modernBertAttention(scope, x, addend string, tables [2]string) string {
 	c := b.cfg
-	h, d := c.HiddenSize, c.HeadSize()
+	h := c.HiddenSize
 	qkv := b.modernBertLinear(x, scope+".Wqkv", h, 3*h, c.ModernBERT.AttentionBias)
+	return b.modernBertLinear(b.rotaryAttention(scope, qkv, addend, tables), scope+".Wo", h, h, c.ModernBERT.AttentionBias)
+}
+
+// rotaryAttention is attention on a fused QKV projection qkv ([batch,
+// seq, 3·hidden]: Q, K, V in that order): the heads split, the rotary
+// embedding of Q and K by tables, softmax(Q·Kᵀ · head_size^-0.5 +
+// addend)·V, the heads merged (ModernBERT, GTE).
+func (b *builder) rotaryAttention(scope, qkv, addend string, tables [2]string) string {
+	h, d := b.cfg.HiddenSize, b.cfg.HeadSize()
 	heads := [3]string{}
 	for i, part := range []string{"query", "key", "value"} {
 		heads[i] = b.splitHeads(b.columns(qkv, scope+"/"+part, i*h, (i+1)*h), scope+"."+part, 0, 2, 1, 3)
@@ -107,8 +116,7 @@ func (b *builder) modernBertAttention(scope, x, addend string, tables [2]string)
 	scores := b.Op("Mul", scope+"/scaled_scores", b.Op("MatMul", scope+"/scores", q, kT),
 		b.Scalar(fmt.Sprintf("const.inv_sqrt_head_size.%d", d), float32(math.Pow(float64(d), -0.5))))
 	probs := b.Softmax(b.Op("Add", scope+"/masked_scores", scores, addend), scope+"/probs")
-	ctx := b.mergeHeads(b.Op("MatMul", scope+"/context", probs, heads[2]), scope+".context")
-	return b.modernBertLinear(ctx, scope+".Wo", h, h, c.ModernBERT.AttentionBias)
+	return b.mergeHeads(b.Op("MatMul", scope+"/context", probs, heads[2]), scope+".context")
 }
 
 // rotate is apply_rotary_pos_emb on split heads x [batch, heads, seq, d]:

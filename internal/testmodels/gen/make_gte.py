@@ -21,15 +21,14 @@ make_models.py:
 """
 
 import argparse
-import json
 import os
-import sys
 
 import torch
 from torch import nn
 
 import make_models
 import make_modernbert
+import tinyexport
 
 
 class Rotary(nn.Module):
@@ -171,37 +170,15 @@ def published():
 
 
 def build(name, c, opset, out_dir, seed, lengths, published=False):
-    d = os.path.join(out_dir, name)
-    os.makedirs(d, exist_ok=True)
     torch.manual_seed(seed)
     model = Model(c)
     make_models.randomize(model, seed)
     model.eval()
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
-        f.write("\n")
-    if not published:
-        make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
     batch = make_models.make_batch(c, seed + 1, lengths)
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if model.types else [])
     if model.types:
         batch["token_type_ids"] = batch["input_ids"] * 0  # one type
-    args = tuple(torch.from_numpy(batch[n]) for n in names)
-    with torch.no_grad():
-        out = model(*args)
-    ref = {
-        "inputs": {n: batch[n].tolist() for n in names},
-        "outputs": {"last_hidden_state": {"shape": list(out.shape), "data": make_models.to_list(out.numpy())}},
-        "torch_version": torch.__version__,
-    }
-    with open(os.path.join(d, "reference.json"), "w") as f:
-        json.dump(ref, f, separators=(",", ":"))
-        f.write("\n")
-    axes = {n: {0: "batch", 1: "sequence"} for n in names + ["last_hidden_state"]}
-    with torch.no_grad():
-        torch.onnx.export(model, args, os.path.join(d, "model.onnx"), input_names=names, output_names=["last_hidden_state"],
-                          dynamic_axes=axes, opset_version=opset, do_constant_folding=True)
-    print("%s: %s, %d parameters" % (name, c["architectures"][0], sum(p.numel() for p in model.parameters())), file=sys.stderr)
+    tinyexport.write(out_dir, name, c, model, batch, names, ["last_hidden_state"], opset, published)
 
 
 def main():

@@ -21,15 +21,14 @@ arguments as make_models.py:
 """
 
 import argparse
-import json
 import math
 import os
-import sys
 
 import torch
 from torch import nn
 
 import make_models
+import tinyexport
 
 
 def alibi_slopes(n):
@@ -226,38 +225,12 @@ def published():
 
 
 def build(name, c, opset, out_dir, seed, lengths, published=False):
-    d = os.path.join(out_dir, name)
-    os.makedirs(d, exist_ok=True)
     torch.manual_seed(seed)
     model = CLASSES[c["architectures"][0]](c)
     make_models.randomize(model, seed)
     model.eval()
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
-        f.write("\n")
-    if not published:
-        make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
     batch = make_models.make_batch(c, seed + 1, lengths)
-    names = make_models.input_names(c)
-    args = tuple(torch.from_numpy(batch[n]) for n in names)
-    with torch.no_grad():
-        outs = make_models.as_tuple(model(*args))
-    onames = make_models.output_names(c)
-    ref = {
-        "inputs": {n: batch[n].tolist() for n in names},
-        "outputs": {n: {"shape": list(o.shape), "data": make_models.to_list(o.numpy())} for n, o in zip(onames, outs)},
-        "torch_version": torch.__version__,
-    }
-    with open(os.path.join(d, "reference.json"), "w") as f:
-        json.dump(ref, f, separators=(",", ":"))
-        f.write("\n")
-    axes = {n: {0: "batch", 1: "sequence"} for n in names}
-    for n in onames:
-        axes[n] = {0: "batch", 1: "sequence"} if n == "last_hidden_state" else {0: "batch"}
-    with torch.no_grad():
-        torch.onnx.export(model, args, os.path.join(d, "model.onnx"), input_names=names, output_names=onames,
-                          dynamic_axes=axes, opset_version=opset, do_constant_folding=True)
-    print("%s: %s, %d parameters" % (name, c["architectures"][0], sum(p.numel() for p in model.parameters())), file=sys.stderr)
+    tinyexport.write(out_dir, name, c, model, batch, make_models.input_names(c), make_models.output_names(c), opset, published)
 
 
 def main():

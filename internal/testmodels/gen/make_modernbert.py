@@ -17,15 +17,14 @@ Not). Run with the same arguments as make_models.py:
 """
 
 import argparse
-import json
 import os
-import sys
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 import make_models
+import tinyexport
 
 
 class LN(nn.Module):
@@ -183,37 +182,13 @@ def published():
 
 
 def build(name, c, opset, out_dir, seed, lengths, published=False):
-    d = os.path.join(out_dir, name)
-    os.makedirs(d, exist_ok=True)
     torch.manual_seed(seed)
     model = CLASSES[c["architectures"][0]](c)
     make_models.randomize(model, seed)
     model.eval()
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(c, f, indent=2, sort_keys=True)
-        f.write("\n")
-    if not published:
-        make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
     batch = make_models.make_batch(c, seed + 1, lengths)
-    names = ["input_ids", "attention_mask"]
-    args = tuple(torch.from_numpy(batch[n]) for n in names)
-    with torch.no_grad():
-        out = model(*args)
     oname = "logits" if c["architectures"][0].endswith("ForSequenceClassification") else "last_hidden_state"
-    ref = {
-        "inputs": {n: batch[n].tolist() for n in names},
-        "outputs": {oname: {"shape": list(out.shape), "data": make_models.to_list(out.numpy())}},
-        "torch_version": torch.__version__,
-    }
-    with open(os.path.join(d, "reference.json"), "w") as f:
-        json.dump(ref, f, separators=(",", ":"))
-        f.write("\n")
-    axes = {n: {0: "batch", 1: "sequence"} for n in names}
-    axes[oname] = {0: "batch", 1: "sequence"} if oname == "last_hidden_state" else {0: "batch"}
-    with torch.no_grad():
-        torch.onnx.export(model, args, os.path.join(d, "model.onnx"), input_names=names, output_names=[oname],
-                          dynamic_axes=axes, opset_version=opset, do_constant_folding=True)
-    print("%s: %s, %d parameters" % (name, c["architectures"][0], sum(p.numel() for p in model.parameters())), file=sys.stderr)
+    tinyexport.write(out_dir, name, c, model, batch, ["input_ids", "attention_mask"], [oname], opset, published)
 
 
 def main():
