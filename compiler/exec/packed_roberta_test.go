@@ -115,7 +115,7 @@ func TestPackedRoBERTaMatchesAlone(t *testing.T) {
 	vs := endVariants()
 	for _, name := range []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase,
 		testmodels.TinyMPNetCls, testmodels.TinyMPNetBase, testmodels.TinyModernBertCls, testmodels.TinyModernBertBase,
-		testmodels.TinyJinaBertBase, testmodels.TinyJinaBertCls, testmodels.TinyJinaBertCode, testmodels.TinyGTEBase, testmodels.TinyGTETypes} {
+		testmodels.TinyJinaBertBase, testmodels.TinyJinaBertCls, testmodels.TinyJinaBertCode, testmodels.TinyGTEBase, testmodels.TinyGTETypes, testmodels.TinyGTECls} {
 		dir := testmodels.TinyDir(t, name)
 		cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
 		if err != nil {

@@ -43,6 +43,7 @@ const (
 	ArchModernBertModel       = "ModernBertModel"
 	ArchModernBertForSequence = "ModernBertForSequenceClassification"
 	ArchGTEModel              = "NewModel"
+	ArchGTEForSequence        = "NewForSequenceClassification"
 
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
@@ -63,14 +64,14 @@ var architecturesByType = map[string][]string{
 	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence},
 	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence},
 	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence},
-	ModelGTE:        {ArchGTEModel},
+	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
 	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence,
-	ArchJinaBertForSequence}
+	ArchJinaBertForSequence, ArchGTEForSequence}
 
 // mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
 // word and position tables and position ids.
@@ -261,6 +262,9 @@ func (c *Config) ParamPrefix() string {
 	}
 	if c.ModelType == ModelModernBERT {
 		return "model." // ModernBertPreTrainedModel.base_model_prefix
+	}
+	if c.ModelType == ModelGTE {
+		return "new." // NewPreTrainedModel.base_model_prefix
 	}
 	return c.ModelType + "."
 }

@@ -105,33 +105,43 @@ func (c *Config) validateGTE(fail func(object, format string, args ...any) error
 
 // gteParameters counts NewModel's weights: the word (and type) embeddings
 // and their norm; per layer qkv_proj and o_proj with biases, two norms,
-// up_gate_proj (no bias) and down_proj with one.
+// up_gate_proj (no bias) and down_proj with one; a classifier's pooler
+// and classifier.
 func (c *Config) gteParameters() int64 {
 	h, i := int64(c.HiddenSize), int64(c.IntermediateSize)
 	layer := 3*h*h + 3*h + h*h + h + 4*h + 2*i*h + i*h + h
-	return (int64(c.VocabSize)+int64(c.TypeVocabSize))*h + 2*h + int64(c.NumLayers)*layer
+	n := (int64(c.VocabSize)+int64(c.TypeVocabSize))*h + 2*h + int64(c.NumLayers)*layer
+	if c.IsClassifier() {
+		n += h*h + h + int64(len(c.Labels))*(h+1)
+	}
+	return n
 }
 
-// buildGTE emits NewModel (last_hidden_state) after its checkpoints'
-// parameter names: word (+ token type) embeddings and LayerNorm; post-norm
-// layers of qkv_proj, the rotary embedding on Q and K, softmax(Q·Kᵀ ·
-// d^-0.5 + mask)·V, o_proj, attn_ln(x + attention), then up_gate_proj's
-// halves as up · act(gate), down_proj, mlp_ln(x + mlp). The rotary
-// tables are ModernBERT's form (the export's Gather of a cached table at
-// positions 0..seq-1 has the same values), so both frontends fuse alike.
-func buildGTE(b *builder) {
+// buildGTE emits NewModel (last_hidden_state) or
+// NewForSequenceClassification after its checkpoints' parameter names:
+// word (+ token type) embeddings and LayerNorm; post-norm layers of
+// qkv_proj, the rotary embedding on Q and K, softmax(Q·Kᵀ · d^-0.5 +
+// mask)·V, o_proj, attn_ln(x + attention), then up_gate_proj's halves as
+// up · act(gate), down_proj, mlp_ln(x + mlp); for the classifier, the
+// pooler (dense + tanh on the first token; the first token itself where
+// the checkpoint has no pooler) and the classifier. The rotary tables are
+// ModernBERT's form (the export's Gather of a cached table at positions
+// 0..seq-1 has the same values), so both frontends fuse alike. prefix is
+// "new." for the classifier, "" for the base model.
+func buildGTE(b *builder, prefix string) {
 	c := b.cfg
 	h, inter := c.HiddenSize, c.IntermediateSize
-	x := b.Gather(b.weight("embeddings.word_embeddings.weight", int64(c.VocabSize), int64(h)), inInputIDs, "embeddings.word_embeddings")
+	scope := prefix + "embeddings"
+	x := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), int64(h)), inInputIDs, scope+".word_embeddings")
 	if c.TypeVocabSize > 0 {
-		types := b.Gather(b.weight("embeddings.token_type_embeddings.weight", int64(c.TypeVocabSize), int64(h)), inTokenTypeIDs, "embeddings.token_type_embeddings")
-		x = b.Op("Add", "embeddings/add_token_types", x, types)
+		types := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), int64(h)), inTokenTypeIDs, scope+".token_type_embeddings")
+		x = b.Op("Add", scope+"/add_token_types", x, types)
 	}
-	x = b.layerNorm(x, "embeddings.LayerNorm")
+	x = b.layerNorm(x, scope+".LayerNorm")
 	mask := b.bertMaskBias()
-	tables := b.rotaryTables("embeddings.rotary_emb", c.gteInvFreq())
+	tables := b.rotaryTables(scope+".rotary_emb", c.gteInvFreq())
 	for l := range c.NumLayers {
-		scope := "encoder.layer." + strconv.Itoa(l)
+		scope := prefix + "encoder.layer." + strconv.Itoa(l)
 		attn := scope + ".attention"
 		ctx := b.rotaryAttention(attn, b.linear(x, attn+".qkv_proj", h, 3*h), mask, tables)
 		out := b.linear(ctx, attn+".o_proj", h, h)
@@ -143,7 +153,17 @@ func buildGTE(b *builder) {
 		y := b.linear(glu, scope+".mlp.down_proj", inter, h)
 		x = b.layerNorm(b.Op("Add", scope+"/mlp_residual", x, y), scope+".mlp_ln")
 	}
-	b.Rename(x, outLastHidden)
+	if !c.IsClassifier() {
+		b.Rename(x, outLastHidden)
+		return
+	}
+	var pooled string
+	if hasWeight(b.weights, prefix+"pooler.dense.weight", int64(h), int64(h)) {
+		pooled = b.bertPooler(prefix+"pooler", x, h)
+	} else {
+		pooled = b.firstToken(x, prefix+"pooler")
+	}
+	b.Rename(b.gemm(pooled, "classifier", h, len(c.Labels)), outLogits)
 }
 
 // gteInvFreq is NewModel's rotary inverse frequencies: 1 / base^(2i/d)

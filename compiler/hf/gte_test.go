@@ -67,3 +67,54 @@ func TestGTEConfigRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestGTEClassifierWithoutPooler: a NewForSequenceClassification
+// checkpoint without pooler weights classifies the first token itself
+// (NewModel without a pooling layer) instead of failing on the missing
+// tensor; with them, the pooler's dense + tanh comes first.
+func TestGTEClassifierWithoutPooler(t *testing.T) {
+	dir := testmodels.TinyDir(t, testmodels.TinyGTECls)
+	cfg, err := LoadConfig(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenSafetensors(filepath.Join(dir, SafetensorsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pooler := range []bool{true, false} {
+		m := &tinyModel{config: configMap(cfg), tensors: map[string]*compiler.Tensor{}}
+		for _, name := range st.Names() {
+			if !pooler && strings.Contains(name, "pooler.") {
+				continue
+			}
+			w, err := st.Weight(name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.tensors[name] = w
+		}
+		var raw map[string]any
+		data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &raw); err != nil {
+			t.Fatal(err)
+		}
+		m.config = raw
+		g, err := Load(m.write(t))
+		if err != nil {
+			t.Fatalf("pooler %v: %v", pooler, err)
+		}
+		tanh := 0
+		for _, n := range g.Nodes {
+			if n.Op == "Tanh" {
+				tanh++
+			}
+		}
+		if (tanh == 1) != pooler {
+			t.Errorf("pooler weights %v: %d Tanh nodes", pooler, tanh)
+		}
+	}
+}

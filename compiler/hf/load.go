@@ -149,7 +149,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	case ModelModernBERT:
 		buildModernBERT(b, prefix)
 	case ModelGTE:
-		buildGTE(b)
+		buildGTE(b, prefix)
 	}
 	if b.err != nil {
 		return nil, b.err

@@ -80,10 +80,14 @@ const (
 	// gte-multilingual-base's form: one token type, gelu_pytorch_tanh,
 	// no scaling, 2 layers, opset 17.
 	TinyGTETypes = "gte-types-gelutanh"
+	// gte-multilingual-reranker-base's form: NewForSequenceClassification
+	// with one logit, the encoder under "new." with its pooler, NTK factor
+	// 4, one token type, 2 layers, opset 14.
+	TinyGTECls = "gte-cls-gelu"
 )
 
 // TinyGTEModels lists the tiny GTE models.
-var TinyGTEModels = []string{TinyGTEBase, TinyGTETypes}
+var TinyGTEModels = []string{TinyGTEBase, TinyGTETypes, TinyGTECls}
 
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean
@@ -98,7 +102,7 @@ var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
-	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes}
+	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

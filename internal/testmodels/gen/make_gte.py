@@ -140,10 +140,38 @@ class Model(nn.Module):
         return x
 
 
-def gte_config(vocab, hidden, layers, heads, inter, act, max_pos, types, theta, scaling):
-    c = make_models.bert_config("NewModel", vocab, hidden, layers, heads, inter, act, max_pos, model_type="new")
-    for k in ("id2label", "label2id"):
-        del c[k]
+class Pooler(nn.Module):
+    """NewPooler: dense + tanh on the first token."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.dense = nn.Linear(c["hidden_size"], c["hidden_size"])
+
+    def forward(self, x):
+        return torch.tanh(self.dense(x[:, 0]))
+
+
+class Cls(nn.Module):
+    """NewForSequenceClassification (gte-multilingual-reranker-base): the
+    encoder under "new." with its pooler (NewModel(add_pooling_layer=True),
+    as BertForSequenceClassification has it), the classifier."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.types = c["type_vocab_size"] > 0
+        self.new = Model(c)
+        self.new.pooler = Pooler(c)
+        self.classifier = nn.Linear(c["hidden_size"], len(c["id2label"]))
+
+    def forward(self, ids, am, types=None):
+        return self.classifier(self.new.pooler(self.new(ids, am, types)))
+
+
+def gte_config(vocab, hidden, layers, heads, inter, act, max_pos, types, theta, scaling, arch="NewModel", num_labels=0):
+    c = make_models.bert_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_labels=max(num_labels, 1), model_type="new")
+    if not num_labels:
+        for k in ("id2label", "label2id"):
+            del c[k]
     c.update({"type_vocab_size": types, "position_embedding_type": "rope", "rope_theta": theta, "rope_scaling": scaling,
               "layer_norm_type": "layer_norm", "logn_attention_scale": False, "logn_attention_clip1": False,
               "pack_qkv": True, "unpad_inputs": False, "use_memory_efficient_attention": False,
@@ -157,6 +185,9 @@ TINY = [
     ("gte-base-gelu", gte_config(140, 32, 3, 4, 48, "gelu", 32, 0, 500000.0, {"type": "ntk", "factor": 2.0}), 14),
     # gte-multilingual-base's form: one token type; here no scaling.
     ("gte-types-gelutanh", gte_config(140, 48, 2, 6, 64, "gelu_pytorch_tanh", 64, 1, 10000.0, None), 17),
+    # gte-multilingual-reranker-base's form: a one-logit classifier.
+    ("gte-cls-gelu", gte_config(140, 32, 2, 4, 48, "gelu", 64, 1, 10000.0, {"type": "ntk", "factor": 4.0},
+                                arch="NewForSequenceClassification", num_labels=1), 14),
 ]
 
 
@@ -171,14 +202,15 @@ def published():
 
 def build(name, c, opset, out_dir, seed, lengths, published=False):
     torch.manual_seed(seed)
-    model = Model(c)
+    model = (Cls if c["architectures"][0] == "NewForSequenceClassification" else Model)(c)
     make_models.randomize(model, seed)
     model.eval()
     batch = make_models.make_batch(c, seed + 1, lengths)
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if model.types else [])
     if model.types:
         batch["token_type_ids"] = batch["input_ids"] * 0  # one type
-    tinyexport.write(out_dir, name, c, model, batch, names, ["last_hidden_state"], opset, published)
+    oname = "logits" if isinstance(model, Cls) else "last_hidden_state"
+    tinyexport.write(out_dir, name, c, model, batch, names, [oname], opset, published)
 
 
 def main():
