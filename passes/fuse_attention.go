@@ -21,8 +21,8 @@ import "github.com/sqc-dev/sqc/compiler"
 // broadcast to [batch, heads, seq, seq] without widening the scores.
 //
 // MPNet adds a relative position bias before the mask, (S + bias) + mask,
-// and JinaBERT its ALiBi bias after it, (S + mask) + bias, with the mask
-// an sqc.AttentionMask: the bias (less an Expand over the batch, which the
+// and JinaBERT its ALiBi bias after it, (S + mask) + bias, or as SDPA's
+// attn_mask, S + (mask + bias), with the mask an sqc.AttentionMask: the bias (less an Expand over the batch, which the
 // sum broadcasts anyway) becomes the attention's input 4, which it adds to
 // the mask first, S + (bias + mask). That sums
 // to the same bits for every key the mask keeps (mask 0 there) and leaves
@@ -105,7 +105,13 @@ func matchAttention(ix *index, softmax *compiler.Node) (attentionMatch, bool) {
 	scores := softmax.Inputs[0]
 	if add := ix.producedBy(scores, "Add"); add != nil && ix.uses(scores) == 1 {
 		s, mask, ok := splitMaskAdd(ix, add)
-		if !ok {
+		if ok {
+			// SDPA's attn_mask = mask + bias (JinaBERT's torch
+			// attention): the mask and the bias apart.
+			if b, am, split := splitMaskPlusBias(ix, mask); split {
+				m.bias, mask = b, am
+			}
+		} else {
 			s, m.bias, mask, ok = splitBiasAndMask(ix, add)
 		}
 		if !ok {
@@ -257,6 +263,22 @@ func splitBiasAndMask(ix *index, add *compiler.Node) (scores, bias, mask string,
 		}
 	}
 	return "", "", "", false
+}
+
+// splitMaskPlusBias splits an addend Add(mask, bias) (either order), mask
+// an sqc.AttentionMask whose fill zeroes the keys it masks: the sum the
+// kernels form themselves, bias + mask.
+func splitMaskPlusBias(ix *index, addend string) (bias, mask string, ok bool) {
+	a := ix.producedBy(addend, "Add")
+	if a == nil {
+		return "", "", false
+	}
+	for k := range 2 {
+		if zeroingMask(ix, a.Inputs[k]) && !zeroingMask(ix, a.Inputs[1-k]) {
+			return a.Inputs[1-k], a.Inputs[k], true
+		}
+	}
+	return "", "", false
 }
 
 // zeroingMask reports whether name is an sqc.AttentionMask whose fill

@@ -219,3 +219,23 @@ func TestFuseAttentionBiasAfterMask(t *testing.T) {
 		t.Errorf("fused a bias with a mask of fill -1:\n%s", after.Text())
 	}
 }
+
+// TestFuseAttentionMaskPlusBias: SDPA's attn_mask = mask + bias (JinaBERT
+// with attn_implementation "torch") fuses with the bias as input 4 and the
+// mask apart, the same bits as the graph's S + (mask + bias).
+func TestFuseAttentionMaskPlusBias(t *testing.T) {
+	in := attentionInputs()
+	in["bias"] = randomF32(44, 1, 2, 3, 3)
+	for _, sum := range []string{"Add(%madd, %bias)", "Add(%bias, %madd)"} {
+		g := parseGraph(t, strings.Replace(biasedAttention("-3.4028235e+38"),
+			"%biased = Add(%scaled, %bias)\n  %masked = Add(%biased, %madd)", "%bm = "+sum+"\n  %masked = Add(%scaled, %bm)", 1))
+		after := applyPass(t, g, CanonicalizeAttentionMask, FuseAttention, FuseLinear, EliminateDeadNodes)
+		wantOps(t, after, map[string]int{opAttentionMask: 1, opAttention: 1, opLinear: 3})
+		for _, n := range after.Nodes {
+			if n.Op == opAttention && (len(n.Inputs) != 5 || n.Inputs[4] != "bias") {
+				t.Errorf("%s: attention %v does not read the bias as input 4", sum, n.Inputs)
+			}
+		}
+		wantEquivalent(t, g, after, in, 1e-5)
+	}
+}
