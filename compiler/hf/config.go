@@ -110,7 +110,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT, ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA or ModelMPNet
+	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT or ModelGTE
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -311,11 +311,12 @@ type rawConfig struct {
 	LayerTypes           []string                   `json:"layer_types"`
 	RopeParameters       map[string]*ropeParameters `json:"rope_parameters"`
 	RopeScaling          map[string]any             `json:"rope_scaling"`
-	RopeTheta            *float64                   `json:"rope_theta"`
-	LayerNormType        *string                    `json:"layer_norm_type"`
-	LognAttentionScale   bool                       `json:"logn_attention_scale"`
-	LognAttentionClip1   bool                       `json:"logn_attention_clip1"`
-	PackQKV              *bool                      `json:"pack_qkv"`
+	// NewConfig (GTE) keys; it shares rope_scaling.
+	RopeTheta          *float64 `json:"rope_theta"`
+	LayerNormType      *string  `json:"layer_norm_type"`
+	LognAttentionScale bool     `json:"logn_attention_scale"`
+	LognAttentionClip1 bool     `json:"logn_attention_clip1"`
+	PackQKV            *bool    `json:"pack_qkv"`
 
 	// DistilBertConfig keys.
 	Dim        *int    `json:"dim"`
@@ -422,9 +423,7 @@ func ParseConfig(data []byte, path string) (Config, error) {
 			return Config{}, err
 		}
 	case ModelGTE:
-		g := gteRaw{RopeTheta: raw.RopeTheta, LayerNormType: raw.LayerNormType, LognAttentionScale: raw.LognAttentionScale,
-			LognAttentionClip1: raw.LognAttentionClip1, PackQKV: raw.PackQKV, RopeScaling: raw.RopeScaling}
-		if err := parseGTE(&cfg, raw, g, path); err != nil {
+		if err := parseGTE(&cfg, raw, path); err != nil {
 			return Config{}, err
 		}
 	case ModelDistilBERT:

@@ -28,21 +28,11 @@ const (
 	gteVocab     = 30528
 )
 
-// gteRaw are NewConfig's own keys.
-type gteRaw struct {
-	RopeTheta          *float64       `json:"rope_theta"`
-	LayerNormType      *string        `json:"layer_norm_type"`
-	LognAttentionScale bool           `json:"logn_attention_scale"`
-	LognAttentionClip1 bool           `json:"logn_attention_clip1"`
-	PackQKV            *bool          `json:"pack_qkv"`
-	RopeScaling        map[string]any `json:"rope_scaling"`
-}
-
 // parseGTE fills cfg from NewConfig's keys with its class defaults. What
 // sqc does not compute is refused, naming the key: another
 // position_embedding_type than "rope", RMS norms, log-n attention scaling,
 // unpacked Q, K and V, rotary scaling other than NTK's.
-func parseGTE(cfg *Config, raw rawConfig, g gteRaw, path string) error {
+func parseGTE(cfg *Config, raw rawConfig, path string) error {
 	cfg.VocabSize = intOr(raw.VocabSize, gteVocab)
 	cfg.HiddenSize = intOr(raw.HiddenSize, 768)
 	cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
@@ -60,25 +50,25 @@ func parseGTE(cfg *Config, raw rawConfig, g gteRaw, path string) error {
 	if pe := strOr(raw.PositionEmbType, "rope"); pe != "rope" {
 		return refuse("position_embedding_type", "%q; sqc builds GTE with \"rope\" only", pe)
 	}
-	if t := strOr(g.LayerNormType, "layer_norm"); t != "layer_norm" {
+	if t := strOr(raw.LayerNormType, "layer_norm"); t != "layer_norm" {
 		return refuse("layer_norm_type", "%q; sqc builds GTE with \"layer_norm\" only", t)
 	}
-	if g.LognAttentionScale || g.LognAttentionClip1 {
+	if raw.LognAttentionScale || raw.LognAttentionClip1 {
 		return refuse("logn_attention_scale", "log-n attention scaling is not supported")
 	}
-	if !boolOr(g.PackQKV, true) {
+	if !boolOr(raw.PackQKV, true) {
 		return refuse("pack_qkv", "false (separate q_proj, k_proj, v_proj) is not supported")
 	}
 	cfg.GTE.RopeTheta = gteRopeTheta
-	if g.RopeTheta != nil {
-		cfg.GTE.RopeTheta = *g.RopeTheta
+	if raw.RopeTheta != nil {
+		cfg.GTE.RopeTheta = *raw.RopeTheta
 	}
-	if len(g.RopeScaling) > 0 {
-		typ, _ := g.RopeScaling["type"].(string)
-		factor, ok := g.RopeScaling["factor"].(float64)
-		_, mixed := g.RopeScaling["mixed_b"]
-		if typ != "ntk" || !ok || mixed || len(g.RopeScaling) != 2 {
-			return refuse("rope_scaling", "%v; sqc computes {\"type\": \"ntk\", \"factor\": F} only", g.RopeScaling)
+	if s := raw.RopeScaling; len(s) > 0 {
+		typ, _ := s["type"].(string)
+		factor, ok := s["factor"].(float64)
+		_, mixed := s["mixed_b"]
+		if typ != "ntk" || !ok || mixed || len(s) != 2 {
+			return refuse("rope_scaling", "%v; sqc computes {\"type\": \"ntk\", \"factor\": F} only", s)
 		}
 		cfg.GTE.NTKFactor = factor
 	}
