@@ -107,17 +107,7 @@ func TestFuseEmbeddingsPadPositions(t *testing.T) {
 						t.Errorf("%s inputs %q, want the type row without type ids", n.Name, n.Inputs)
 					}
 				}
-				for i, in := range padPositionInputs(ref, int64(cfg.PadTokenID)) {
-					want, err := interp.Run(unfused, in, &interp.Options{Threads: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := interp.Run(fused, in, &interp.Options{Threads: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					wantSameBits(t, fmt.Sprintf("batch %d", i), got, want)
-				}
+				sameBitsOn(t, unfused, fused, padPositionInputs(ref, int64(cfg.PadTokenID)))
 			})
 		}
 	}
@@ -256,7 +246,14 @@ func sameBitsWithMixedTypes(t *testing.T, unfused, fused *compiler.Graph, ref *t
 	}
 	mixed := maps.Clone(ref.Inputs)
 	mixed["token_type_ids"] = types
-	for i, in := range []map[string]*compiler.Tensor{ref.Inputs, mixed} {
+	sameBitsOn(t, unfused, fused, []map[string]*compiler.Tensor{ref.Inputs, mixed})
+}
+
+// sameBitsOn runs every batch of inputs through the interpreter on
+// unfused and fused and fails unless their outputs have the same bits.
+func sameBitsOn(t *testing.T, unfused, fused *compiler.Graph, inputs []map[string]*compiler.Tensor) {
+	t.Helper()
+	for i, in := range inputs {
 		want, err := interp.Run(unfused, in, &interp.Options{Threads: 2})
 		if err != nil {
 			t.Fatal(err)

@@ -20,8 +20,6 @@ make_models.py:
     /usr/bin/python3 internal/testmodels/gen/make_gte.py [--out DIR]
 """
 
-import argparse
-import os
 
 import torch
 from torch import nn
@@ -214,14 +212,7 @@ def build(name, c, opset, out_dir, seed, lengths, published=False):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
-    ap.add_argument("--published", action="store_true", help="gte-base-en-v1.5's shapes (random weights) instead of the tiny models")
-    a = ap.parse_args()
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    for i, (name, c, opset) in enumerate(published() if a.published else TINY):
-        build(name, c, opset, a.out, 7000 + 17 * i, [24, 7, 32] if a.published else [9, 3, 16, 12], a.published)
+    tinyexport.main(__doc__, TINY, published, build, 7000, "gte-base-en-v1.5's shapes")
 
 
 if __name__ == "__main__":

@@ -20,9 +20,7 @@ arguments as make_models.py:
     /usr/bin/python3 internal/testmodels/gen/make_jinabert.py [--out DIR]
 """
 
-import argparse
 import math
-import os
 
 import torch
 from torch import nn
@@ -234,14 +232,7 @@ def build(name, c, opset, out_dir, seed, lengths, published=False):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
-    ap.add_argument("--published", action="store_true", help="jina-embeddings-v2-base-en's shapes (random weights) instead of the tiny models")
-    a = ap.parse_args()
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    for i, (name, c, opset) in enumerate(published() if a.published else TINY):
-        build(name, c, opset, a.out, 5000 + 17 * i, [24, 7, 32] if a.published else [9, 3, 16, 12], a.published)
+    tinyexport.main(__doc__, TINY, published, build, 5000, "jina-embeddings-v2-base-en's shapes")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Not). Run with the same arguments as make_models.py:
     /usr/bin/python3 internal/testmodels/gen/make_modernbert.py [--out DIR]
 """
 
-import argparse
 import os
 
 import torch
@@ -192,15 +191,7 @@ def build(name, c, opset, out_dir, seed, lengths, published=False):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
-    ap.add_argument("--published", action="store_true", help="ModernBERT-base's shapes (random weights) instead of the tiny models")
-    a = ap.parse_args()
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    for i, (name, c, opset) in enumerate(published() if a.published else TINY):
-        # make_models.py's batch: padding, a length-1 body, one full row.
-        build(name, c, opset, a.out, 3000 + 17 * i, [24, 7, 32] if a.published else [9, 3, 16, 12], a.published)
+    tinyexport.main(__doc__, TINY, published, build, 3000, "ModernBERT-base's shapes")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """What the tiny-model generators other than make_models.py share: writing
 one model's folder (config.json, model.safetensors, reference.json and the
-ONNX export) the way make_models.py writes its own."""
+ONNX export) the way make_models.py writes its own, and their command
+line."""
 
+import argparse
 import json
 import os
 import sys
@@ -42,3 +44,18 @@ def write(out_dir, name, c, model, batch, names, onames, opset, published=False)
         torch.onnx.export(model, args, os.path.join(d, "model.onnx"), input_names=names, output_names=onames,
                           dynamic_axes=axes, opset_version=opset, do_constant_folding=True)
     print("%s: %s, %d parameters" % (name, c["architectures"][0], sum(p.numel() for p in model.parameters())), file=sys.stderr)
+
+
+def main(doc, tiny, published, build, seed0, shapes_help):
+    """The generators' command line: --out DIR (default testdata/tiny) and
+    --published (the published shapes instead of the tiny models); builds
+    each model with seeds seed0, seed0+17, ... and make_models.py's batch
+    lengths (padding, a length-1 body, one full row)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(here, "..", "testdata", "tiny"))
+    ap.add_argument("--published", action="store_true", help=shapes_help + " (random weights) instead of the tiny models")
+    a = ap.parse_args()
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    for i, (name, c, opset) in enumerate(published() if a.published else tiny):
+        build(name, c, opset, a.out, seed0 + 17 * i, [24, 7, 32] if a.published else [9, 3, 16, 12], a.published)
