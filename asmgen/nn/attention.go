@@ -4,6 +4,8 @@ import (
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+	"github.com/sqc-dev/sqc/asmgen/expavo"
+	"github.com/sqc-dev/sqc/internal/expf"
 )
 
 // Attention works on blocks of 16 query rows of one head, one query row
@@ -361,8 +363,8 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 	// Pass 2: numerators and their sum, in key order.
 	g.Label(pass2)
 	sum := g.zeroZMM()
-	lo := g.ZMM() // expZMM's floor, broadcast once for the whole pass
-	g.VBROADCASTSS(g.consts.f32(expMin), lo)
+	lo := g.ZMM() // expavo.ZMM's floor, broadcast once for the whole pass
+	g.VBROADCASTSS(g.consts.F32(expf.Min), lo)
 	g.MOVQ(sPtr, p)
 	g.MOVQ(n, c)
 	expRows := func(m int) {
@@ -372,7 +374,7 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 			g.VMOVUPS(operand.Mem{Base: p, Disp: 64 * u}, ts[u])
 			g.VSUBPS(top, ts[u], ts[u]) // x - top
 		}
-		es := g.expZMM(ts, lo)
+		es := expavo.ZMM(g.Context, g.consts, ts, lo)
 		for u, e := range es {
 			g.VMOVUPS(e, operand.Mem{Base: p, Disp: 64 * u})
 			g.VADDPS(e, sum, sum)
@@ -395,69 +397,6 @@ func softmaxBody(g *gen, mode int, load func(p reg.GPVirtual) reg.VecVirtual, ne
 	g.VMOVUPS(sum, operand.Mem{Base: g.Load("sums")})
 	g.VZEROUPPER()
 	g.RET()
-}
-
-// cmpNLTUQ is VCMPPS's "not less than, unordered, quiet" predicate: true
-// where src1 >= src2 or either is NaN.
-const cmpNLTUQ = 0x15
-
-// expZMM emits nn.Exp on every lane of each register of xs, interleaved
-// step by step, and returns the registers holding the results, for the
-// softmax's arguments x - max: x <= 0, -Inf or NaN (a NaN with the quiet
-// bit set, as arithmetic makes it); lo holds expMin in every lane. Per
-// lane, in Exp's order:
-//
-//	k = roundEven(x*log2e); r = (x - k*ln2Hi) - k*ln2Lo
-//	p = Horner(r) ending with *r+1 twice
-//	exp = p * 2^k (VSCALEFPS, one rounding)
-//
-// and 0 where x < expMin. Exp's own p * 2^k (with (p+p) * 2^127 for k =
-// 128) rounds once too, so the bits are Exp's for every x <= expMax: what
-// took clamps, a shift and four compare-and-blends is one VSCALEFPS under
-// the zeroing mask x >= expMin (or NaN), and k comes from VRNDSCALEPS
-// rather than two conversions: 23 operations instead of 34. x is first
-// raised to at least expMin so that masked lanes stay finite and normal
-// (no -Inf - -Inf, no underflow); the maximum keeps x where it is NaN
-// (MAXPS returns its second source then), and so does every later step,
-// so a NaN lane gives x's own bits, as Exp's return x does.
-func (g *gen) expZMM(xs []reg.VecVirtual, lo reg.VecVirtual) []reg.VecVirtual {
-	c := g.consts
-	n := len(xs)
-	vecs := func() []reg.VecVirtual {
-		v := make([]reg.VecVirtual, n)
-		for i := range v {
-			v[i] = g.ZMM()
-		}
-		return v
-	}
-	each := func(f func(i int)) { forEach(n, f) }
-	keep := make([]reg.OpmaskVirtual, n)
-	each(func(i int) {
-		keep[i] = g.K()
-		g.VCMPPS_BCST(operand.U8(cmpNLTUQ), c.f32(expMin), xs[i], keep[i]) // !(x < expMin): x >= expMin or NaN
-	})
-	xc, kf, r, t, p := vecs(), vecs(), vecs(), vecs(), vecs()
-	each(func(i int) { g.VMAXPS(xs[i], lo, xc[i]) }) // maxps(expMin, x): NaN gives x
-	each(func(i int) { g.VMULPS_BCST(c.f32(expLog2E), xc[i], t[i]) })
-	each(func(i int) { g.VRNDSCALEPS(operand.U8(0), t[i], kf[i]) }) // k = roundEven(x*log2e), as a float
-	each(func(i int) { g.VMULPS_BCST(c.f32(expLn2Hi), kf[i], t[i]) })
-	each(func(i int) { g.VSUBPS(t[i], xc[i], r[i]) }) // x - k*ln2Hi
-	each(func(i int) { g.VMULPS_BCST(c.f32(expLn2Lo), kf[i], t[i]) })
-	each(func(i int) { g.VSUBPS(t[i], r[i], r[i]) })                   // - k*ln2Lo
-	each(func(i int) { g.VMULPS_BCST(c.f32(expPoly[0]), r[i], p[i]) }) // expPoly[0] * r
-	for j, coef := range expPoly[1:] {
-		if j > 0 {
-			each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
-		}
-		each(func(i int) { g.VADDPS_BCST(c.f32(coef), p[i], p[i]) })
-	}
-	for range 2 {
-		each(func(i int) { g.VMULPS(r[i], p[i], p[i]) })
-		each(func(i int) { g.VADDPS_BCST(c.f32(1), p[i], p[i]) })
-	}
-	res := vecs()
-	each(func(i int) { g.VSCALEFPS_Z(kf[i], p[i], keep[i], res[i]) }) // p * 2^k, 0 where x < expMin
-	return res
 }
 
 // pvRows and pvVecs are the register block of attnPVAsm: 6 query rows x

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"math"
-
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+	"github.com/sqc-dev/sqc/asmgen/expavo"
 )
 
 // The AVX2 forms of attention's loops keep the AVX-512 layout
@@ -33,16 +32,6 @@ const (
 	pvRowsAVX2 = 4
 	pvVecsAVX2 = 2
 )
-
-// expConstsAVX2 are the 32-byte constants of expYMM, added to nnConsts by
-// genTables (the table is pinned before any kernel is emitted).
-func expConstsAVX2() []uint32 {
-	vs := []uint32{127}
-	for _, f := range append([]float32{expLog2E, expLn2Hi, expLn2Lo, 1, expMin, expMax, float32(math.Inf(1))}, expPoly[:]...) {
-		vs = append(vs, math.Float32bits(f))
-	}
-	return vs
-}
 
 // genAttentionAVX2 emits the AVX2 forms of attention's inner loops
 // (runtime/nn kernels attnScores, attnSoftmax, attnPV; attnScores2 is
@@ -257,7 +246,7 @@ func softmaxBodyAVX2(g *gen, mode int, load func(p reg.GPVirtual, h int) reg.Vec
 		x := g.YMM()
 		g.VMOVUPS(operand.Mem{Base: p, Disp: 32 * h}, x)
 		g.VSUBPS(top[h], x, x) // x - top
-		e := g.expYMM(x)
+		e := expavo.YMM(g.Context, g.consts, x)
 		g.VMOVUPS(e, operand.Mem{Base: p, Disp: 32 * h})
 		g.VADDPS(e, sum[h], sum[h])
 	}
@@ -269,49 +258,6 @@ func softmaxBodyAVX2(g *gen, mode int, load func(p reg.GPVirtual, h int) reg.Vec
 	g.VMOVUPS(sum[1], operand.Mem{Base: sums, Disp: 32})
 	g.VZEROUPPER()
 	g.RET()
-}
-
-// expYMM emits nn.Exp on the 8 lanes of x and returns the register holding
-// the results, the steps of expZMM with blends for the opmasks: 0 where
-// x < expMin, +Inf where x > expMax, x itself for NaN.
-func (g *gen) expYMM(x reg.VecVirtual) reg.VecVirtual {
-	c := g.consts
-	t, ki, kf, r, p := g.YMM(), g.YMM(), g.YMM(), g.YMM(), g.YMM()
-	g.VMULPS(c.f32x8(expLog2E), x, t)
-	g.VCVTPS2DQ(t, ki) // round to nearest even (MXCSR default)
-	g.VCVTDQ2PS(ki, kf)
-	g.VMULPS(c.f32x8(expLn2Hi), kf, t)
-	g.VSUBPS(t, x, r) // x - k*ln2Hi
-	g.VMULPS(c.f32x8(expLn2Lo), kf, t)
-	g.VSUBPS(t, r, r) // - k*ln2Lo
-	g.VMOVUPS(c.f32x8(expPoly[0]), p)
-	for _, coef := range expPoly[1:] {
-		g.VMULPS(r, p, p)
-		g.VADDPS(c.f32x8(coef), p, p)
-	}
-	for range 2 {
-		g.VMULPS(r, p, p)
-		g.VADDPS(c.f32x8(1), p, p)
-	}
-	big, twice := g.YMM(), g.YMM()
-	g.VPCMPGTD(c.u32x8(127), ki, big) // k > 127
-	g.VADDPS(p, p, twice)
-	g.VBLENDVPS(big, twice, p, p) // p*2 there
-	g.VPMINSD(c.u32x8(127), ki, ki)
-	g.VPADDD(c.u32x8(127), ki, ki)
-	g.VPSLLD(operand.U8(23), ki, ki) // 2^k
-	res := g.YMM()
-	g.VMULPS(ki, p, res)
-	low := g.YMM()
-	g.VCMPPS(operand.U8(0x11), c.f32x8(expMin), x, low) // x < expMin (LT_OQ)
-	g.VANDNPS(res, low, res)                            // +0 there
-	high := g.YMM()
-	g.VCMPPS(operand.U8(0x1E), c.f32x8(expMax), x, high) // x > expMax (GT_OQ)
-	g.VBLENDVPS(high, c.f32x8(float32(math.Inf(1))), res, res)
-	nan := g.YMM()
-	g.VCMPPS(operand.U8(0x03), x, x, nan) // UNORD_Q
-	g.VBLENDVPS(nan, x, res, res)
-	return res
 }
 
 // genAttnPVAVX2 emits attnPVAVX2Asm, attnPVAsm on ymm for d a multiple of

@@ -6,26 +6,19 @@ import (
 
 	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/operand"
+	"github.com/sqc-dev/sqc/asmgen/expavo"
+	"github.com/sqc-dev/sqc/internal/expf"
 )
 
-// Constants of runtime/nn (math.go: Exp) and runtime/qgemm (epilogue.go:
-// the u8 quantisation every quantiser shares; GELU's are internal/gelu's,
-// in their own table: asmgen/geluavo). Kept in step with those
-// files by the runtime tests, which compare every kernel with its Go
-// version bit for bit.
+// Constants of runtime/qgemm (epilogue.go: the u8 quantisation every
+// quantiser shares) and runtime/nn. Exp's are internal/expf's (pinned in
+// the table from asmgen/expavo's lists), GELU's internal/gelu's, in their
+// own table (asmgen/geluavo). Kept in step with those files by the runtime
+// tests, which compare every kernel with its Go version bit for bit.
 const (
-	expLog2E   float32 = 1.44269504088896341
-	expLn2Hi   float32 = 0.693359375
-	expLn2Lo   float32 = -2.12194440e-4
-	expMin     float32 = -87.33654
-	expMax     float32 = 88.72283
 	quantClamp float32 = 65536
 	s8Clamp    float32 = 127 // runtime/nn quantS8: symmetric s8 codes
 )
-
-// expPoly are the Horner coefficients of Exp, highest degree first, down
-// to degree 2 (the last two steps multiply and add 1).
-var expPoly = [...]float32{1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5}
 
 // constTable is a read-only DATA section of 4- and 8-byte constants, used
 // through embedded broadcasts (AVX-512), and of 32-byte vectors of eight
@@ -71,6 +64,11 @@ func (t *constTable) get(v uint64, size int) operand.Mem {
 	return t.mem.Offset(o)
 }
 
+// F32, F32x8 and U32x8 give asmgen/expavo the table (expavo.Consts).
+func (t *constTable) F32(v float32) operand.Mem   { return t.f32(v) }
+func (t *constTable) F32x8(v float32) operand.Mem { return t.f32x8(v) }
+func (t *constTable) U32x8(v uint32) operand.Mem  { return t.u32x8(v) }
+
 func (t *constTable) u32(v uint32) operand.Mem  { return t.get(uint64(v), 4) }
 func (t *constTable) f32(v float32) operand.Mem { return t.u32(math.Float32bits(v)) }
 func (t *constTable) f64(v float64) operand.Mem { return t.get(math.Float64bits(v), 8) }
@@ -88,10 +86,10 @@ func genTables(g *gen) {
 	for _, v := range []float64{1} {
 		t.f64(v)
 	}
-	for _, v := range []float32{0, 1, expLog2E, expLn2Hi, expLn2Lo, expMin, expMax, quantClamp, -quantClamp, float32(math.Inf(1))} {
+	for _, v := range []float32{0, 1, expf.Log2E, expf.Ln2Hi, expf.Ln2Lo, expf.Min, expf.Max, quantClamp, -quantClamp, float32(math.Inf(1))} {
 		t.f32(v)
 	}
-	for _, v := range expPoly {
+	for _, v := range expf.Poly {
 		t.f32(v)
 	}
 	for _, v := range []uint32{127, 255} {
@@ -105,7 +103,10 @@ func genTables(g *gen) {
 	for _, v := range []uint32{0x7fffffff, 0x80808080, 0x01010101, 0x00010001} {
 		t.u32(v)
 	}
-	for _, v := range expConstsAVX2() {
+	for _, v := range expavo.Scalars() { // those not pinned above: after them, so their offsets stay
+		t.u32(v)
+	}
+	for _, v := range expavo.Vectors() {
 		t.u32x8(v)
 	}
 	t.u32x8(0x7fffffff) // |x| as a bit mask (absMaxColsAVX2Asm)

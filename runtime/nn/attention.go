@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 
+	"github.com/sqc-dev/sqc/internal/expf"
 	"github.com/sqc-dev/sqc/runtime/pool"
 )
 
@@ -58,7 +59,7 @@ func attnScratchPerWorker(seqK, headDim int) int {
 //
 //	s_j  = float32(dot(Q_i, K_j) * Scale) + Mask[b, h, i, j]   dot: c ascending, from 0
 //	m    = s_0, then m = s_j wherever s_j > m                    j ascending
-//	e_j  = Exp(s_j - m)
+//	e_j  = expf.Exp(s_j - m)
 //	sum  = sum_j e_j                                           j ascending, from 0
 //	Y_i  = (sum_j e_j * V_j) / sum                             j ascending, terms with e_j = 0 skipped
 //
@@ -273,7 +274,7 @@ func scoresGo(sT, qT, k []float32, kStride, sk, d int) {
 // softmaxGo is kernels.attnSoftmax: per lane r,
 //
 //	x_j = float32(s_j * scale) + mask_j;  top = x_0, then top = x_j wherever x_j > top
-//	e_j = Exp(x_j - top);  sum = 0 + e_0 + e_1 + ...
+//	e_j = expf.Exp(x_j - top);  sum = 0 + e_0 + e_1 + ...
 func softmaxGo(sT []float32, sk int, scale float32, mask []float32, maskT bool, sums *[attnRows]float32) {
 	var top [attnRows]float32
 	for j := range sk {
@@ -299,7 +300,7 @@ func softmaxGo(sT []float32, sk int, scale float32, mask []float32, maskT bool, 
 	for j := range sk {
 		s := (*[attnRows]float32)(sT[j*attnRows:])
 		for r, x := range s {
-			e := Exp(x - top[r])
+			e := expf.Exp(x - top[r])
 			s[r] = e
 			sum[r] += e
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sqc-dev/sqc/internal/expf"
 	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
 )
@@ -96,7 +97,7 @@ func attentionInt8Ref(q, k, v, mask []float32, d *AttentionDims) []float32 {
 				var sum float32
 				p := make([]int32, sk)
 				for j, s := range x {
-					e := Exp(s - top)
+					e := expf.Exp(s - top)
 					sum += e
 					p[j] = int32(qgemm.QuantizeU8(e, 255, 0))
 				}

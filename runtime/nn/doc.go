@@ -17,9 +17,10 @@
 //     float32(a*b) + c (float64(a*b) + c in float64 code): the Go spec lets
 //     the compiler fuse a*b + c into one FMA, and it does on arm64 and with
 //     GOAMD64=v3, which would change the bits.
-//   - Transcendental functions are this package's own (exp, tanh) or
-//     qgemm's (GELU): math.Exp has per-architecture assembly that uses FMA
-//     where the CPU has it, so its last bit varies between machines.
+//   - Transcendental functions are sqc's own: tanh here, exp and SiLU
+//     from internal/expf, GELU from internal/gelu. math.Exp has
+//     per-architecture assembly that uses FMA where the CPU has it, so its
+//     last bit varies between machines.
 //   - Conversions of NaN to integers (implementation-defined in Go) never
 //     happen: values are clamped first.
 //

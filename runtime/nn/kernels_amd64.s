@@ -30,6 +30,7 @@ DATA nnConsts<>+92(SB)/4, $0x7fffffff
 DATA nnConsts<>+96(SB)/4, $0x80808080
 DATA nnConsts<>+100(SB)/4, $0x01010101
 DATA nnConsts<>+104(SB)/4, $0x00010001
+DATA nnConsts<>+108(SB)/4, $0x80000000
 DATA nnConsts<>+128(SB)/4, $0x0000007f
 DATA nnConsts<>+132(SB)/4, $0x0000007f
 DATA nnConsts<>+136(SB)/4, $0x0000007f
@@ -142,15 +143,23 @@ DATA nnConsts<>+560(SB)/4, $0x3f000000
 DATA nnConsts<>+564(SB)/4, $0x3f000000
 DATA nnConsts<>+568(SB)/4, $0x3f000000
 DATA nnConsts<>+572(SB)/4, $0x3f000000
-DATA nnConsts<>+576(SB)/4, $0x7fffffff
-DATA nnConsts<>+580(SB)/4, $0x7fffffff
-DATA nnConsts<>+584(SB)/4, $0x7fffffff
-DATA nnConsts<>+588(SB)/4, $0x7fffffff
-DATA nnConsts<>+592(SB)/4, $0x7fffffff
-DATA nnConsts<>+596(SB)/4, $0x7fffffff
-DATA nnConsts<>+600(SB)/4, $0x7fffffff
-DATA nnConsts<>+604(SB)/4, $0x7fffffff
-GLOBL nnConsts<>(SB), RODATA|NOPTR, $608
+DATA nnConsts<>+576(SB)/4, $0x80000000
+DATA nnConsts<>+580(SB)/4, $0x80000000
+DATA nnConsts<>+584(SB)/4, $0x80000000
+DATA nnConsts<>+588(SB)/4, $0x80000000
+DATA nnConsts<>+592(SB)/4, $0x80000000
+DATA nnConsts<>+596(SB)/4, $0x80000000
+DATA nnConsts<>+600(SB)/4, $0x80000000
+DATA nnConsts<>+604(SB)/4, $0x80000000
+DATA nnConsts<>+608(SB)/4, $0x7fffffff
+DATA nnConsts<>+612(SB)/4, $0x7fffffff
+DATA nnConsts<>+616(SB)/4, $0x7fffffff
+DATA nnConsts<>+620(SB)/4, $0x7fffffff
+DATA nnConsts<>+624(SB)/4, $0x7fffffff
+DATA nnConsts<>+628(SB)/4, $0x7fffffff
+DATA nnConsts<>+632(SB)/4, $0x7fffffff
+DATA nnConsts<>+636(SB)/4, $0x7fffffff
+GLOBL nnConsts<>(SB), RODATA|NOPTR, $640
 
 DATA nnColMasks<>+0(SB)/8, $0x0000000000000000
 DATA nnColMasks<>+8(SB)/8, $0x0000000000000001
@@ -9213,7 +9222,7 @@ TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
 	MOVQ    rows+24(FP), BX
 	MOVQ    n+32(FP), SI
 	SHLQ    $0x02, DX
-	VMOVUPS nnConsts<>+576(SB), Y0
+	VMOVUPS nnConsts<>+608(SB), Y0
 	XORQ    DI, DI
 
 amc2_wide_374:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/sqc-dev/sqc/internal/expf"
 	"github.com/sqc-dev/sqc/internal/lnstats"
 	"github.com/sqc-dev/sqc/runtime/cpu"
 )
@@ -225,7 +226,7 @@ func TestAttnSoftmaxExp(t *testing.T) {
 			xs = append(xs, math.Float32frombits(b-4+d))
 		}
 	}
-	near(expMin)
+	near(expf.Min)
 	for k := -127; k <= 0; k++ {
 		near(float32((float64(k) + 0.5) * math.Ln2))
 	}
