@@ -5,7 +5,9 @@ import (
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
+	"github.com/sqc-dev/sqc/asmgen/expavo"
 	"github.com/sqc-dev/sqc/asmgen/geluavo"
+	"github.com/sqc-dev/sqc/internal/expf"
 )
 
 // The AVX-512 epilogue mirrors runtime/qgemm/epilogue.go operation for
@@ -39,6 +41,7 @@ const (
 	actGeluTanh
 	actGeluU8
 	actGeluTanhU8
+	actSilu
 )
 
 // epiMaxUnroll is the most 16-column chunks per column strip (at most 4:
@@ -65,6 +68,10 @@ type epiAct struct {
 	// registers, and returns what applies it to a row's chunks in place
 	// (zero holds +0); nil for none.
 	prepare func(g *gen, geluTable geluavo.Table, act epiAct) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual)
+	// avx2 applies an activation that is no GELU to the 8 lanes of v in
+	// the AVX2 loops and returns the result (zero holds +0); GELU's AVX2
+	// form comes from its tables.
+	avx2 func(g *gen, v, zero reg.VecVirtual) reg.VecVirtual
 }
 
 // epilogueActs are the activations with assembly loops.
@@ -78,7 +85,10 @@ var epilogueActs = []epiAct{
 	// The GELUs to u8 precision: the same loops with the short tables
 	// (internal/gelu's ShortDegree), for the u8 outputs they are made for.
 	{name: "gelu_u8", codes: []int{actGeluU8, actGeluTanhU8}, geluForms: []geluavo.Form{geluavo.ErfShort, geluavo.TanhShort}, u8Only: true, unroll: 2, prepare: prepareGelu},
-	{name: "relu", codes: []int{actRelu}, unroll: epiMaxUnroll, prepare: prepareRelu},
+	{name: "relu", codes: []int{actRelu}, unroll: epiMaxUnroll, prepare: prepareRelu, avx2: epilogueReluAVX2},
+	// SiLU's exp takes 6 temporaries per chunk beside its constants, as
+	// GELU's tables do: 2 chunks.
+	{name: "silu", codes: []int{actSilu}, unroll: 2, prepare: prepareSilu, avx2: epilogueSiluAVX2},
 }
 
 const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero int32, rowZero *int32, scale *float32, rowScale *float32, bias *float32, res *float32, resStride int, outF32 *float32, outU8 *uint8, outStride int, invScale float32, outZero int32, clampLo float32, clampHi float32, flags int) bool"
@@ -88,6 +98,7 @@ const epilogueSig = "func(c *int32, ldc int, m int, n int, colSum *int32, aZero 
 // binary tree of feature tests.
 func genEpilogue(g *gen) {
 	geluTable := geluavo.NewTable(g.Context, "epilogueGelu", geluavo.Erf, geluavo.Tanh, geluavo.ErfShort, geluavo.TanhShort)
+	g.exp = expavo.NewTable(g.Context, "epilogueExp")
 
 	// colMasks[i] = 1<<i - 1: the opmask bits of a step with i columns left.
 	colMasks := g.StaticGlobal("epilogueColMasks")
@@ -223,6 +234,21 @@ func prepareRelu(*gen, geluavo.Table, epiAct) func(g *gen, vs []reg.VecVirtual, 
 			epilogueRelu(g, v, zero)
 		}
 	}
+}
+
+// prepareSilu broadcasts Exp's floor into a register and returns SiLU
+// (asmgen/expavo), emitted interleaved step by step.
+func prepareSilu(g *gen, _ geluavo.Table, _ epiAct) func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+	lo := g.ZMM()
+	g.VBROADCASTSS(g.exp.F32(expf.Min), lo)
+	return func(g *gen, vs []reg.VecVirtual, zero reg.VecVirtual) {
+		copy(vs, expavo.SiluZMM(g.Context, g.exp, vs, lo, zero))
+	}
+}
+
+// epilogueSiluAVX2 is SiLU's AVX2 form.
+func epilogueSiluAVX2(g *gen, v, zero reg.VecVirtual) reg.VecVirtual {
+	return expavo.SiluYMM(g.Context, g.exp, v, zero)
 }
 
 // epilogueVariant emits the loops for act and one feature set: column

@@ -35,6 +35,15 @@ func genEpilogueAVX2(g *gen, geluTable geluavo.Table) {
 	})
 }
 
+// epilogueReluAVX2 is qgemm.Relu's AVX2 form: v where !(v <= 0) (true
+// for NaN), else +0.
+func epilogueReluAVX2(g *gen, v, zero reg.VecVirtual) reg.VecVirtual {
+	keep := g.YMM()
+	g.VCMPPS(operand.U8(cmpNLEUQ), zero, v, keep)
+	g.VANDPS(keep, v, v)
+	return v
+}
+
 // epilogueVariantAVX2 emits the loops for act and one feature set: rows
 // outermost, 8 columns per step, each element through epilogueGo's
 // operations in epilogueGo's order.
@@ -141,11 +150,8 @@ func epilogueVariantAVX2(g *gen, geluTable geluavo.Table, frame operand.Mem, act
 	switch {
 	case gelu != nil:
 		v = gelu.Emit(g.Context, v, yZero)
-	case act.prepare != nil: // relu
-		// qgemm.Relu: v where !(v <= 0) (true for NaN), else +0.
-		keep := g.YMM()
-		g.VCMPPS(operand.U8(cmpNLEUQ), yZero, v, keep)
-		g.VANDPS(keep, v, v)
+	case act.avx2 != nil:
+		v = act.avx2(g, v, yZero)
 	}
 	if has(epiResidual) {
 		if has(epiResidualMul) {

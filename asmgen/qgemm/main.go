@@ -17,6 +17,7 @@ import (
 	"github.com/mmcloughlin/avo/ir"
 
 	"github.com/sqc-dev/sqc/asmgen/avogen"
+	"github.com/sqc-dev/sqc/asmgen/expavo"
 	"github.com/sqc-dev/sqc/asmgen/kernels"
 )
 
@@ -57,6 +58,7 @@ func generate() (*ir.File, error) {
 // kernels so that the whole file draws labels from one counter.
 type gen struct {
 	*kernels.Builder
+	exp *expavo.Table // the epilogue's exp constants (genEpilogue sets it)
 }
 
-func newGen() *gen { return &gen{kernels.NewBuilder(build.NewContext())} }
+func newGen() *gen { return &gen{Builder: kernels.NewBuilder(build.NewContext())} }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/sqc-dev/sqc/internal/expf"
 	"github.com/sqc-dev/sqc/internal/gelu"
 )
 
@@ -35,12 +36,16 @@ const (
 	// (passes.ShortenGeluForU8 chooses them).
 	ActGeluU8
 	ActGeluTanhU8
+	// ActSilu is x·sigmoid(x) (internal/expf.Silu): NomicBERT's SwiGLU
+	// gate.
+	ActSilu
 
 	actCount // one past the last activation
 )
 
 // String returns the activation's name, the act attribute of sqc.QLinear
-// ("none", "gelu", "relu", "gelu_tanh", "gelu_u8", "gelu_tanh_u8"), or
+// ("none", "gelu", "relu", "gelu_tanh", "gelu_u8", "gelu_tanh_u8",
+// "silu"), or
 // "Act(n)" for a value that is no activation.
 func (a Act) String() string {
 	switch a {
@@ -56,6 +61,8 @@ func (a Act) String() string {
 		return "gelu_u8"
 	case ActGeluTanhU8:
 		return "gelu_tanh_u8"
+	case ActSilu:
+		return "silu"
 	}
 	return fmt.Sprintf("Act(%d)", uint8(a))
 }
@@ -72,7 +79,8 @@ func (a Act) Apply(x float32) float32 {
 // ApplyAll applies the activation to every element of v in place: a loop
 // per activation, so that the pure-Go epilogue pays no switch or call per
 // element where the function is small. GELU, erf or tanh, is
-// internal/gelu's, whose AVX-512 form asmgen/geluavo emits.
+// internal/gelu's, whose AVX-512 form asmgen/geluavo emits; SiLU is
+// internal/expf's, whose forms asmgen/expavo emits.
 func (a Act) ApplyAll(v []float32) {
 	switch a {
 	case ActGelu:
@@ -94,6 +102,10 @@ func (a Act) ApplyAll(v []float32) {
 	case ActGeluTanhU8:
 		for i, x := range v {
 			v[i] = gelu.GeluTanhShort(x)
+		}
+	case ActSilu:
+		for i, x := range v {
+			v[i] = expf.Silu(x)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestActNames(t *testing.T) {
 			t.Errorf("ParseAct(%q) = %v, %v; want %v", a.String(), got, err, a)
 		}
 	}
-	for a, want := range map[Act]string{ActNone: "none", ActGelu: "gelu", ActRelu: "relu", ActGeluTanh: "gelu_tanh", ActGeluU8: "gelu_u8", ActGeluTanhU8: "gelu_tanh_u8", actCount: "Act(6)"} {
+	for a, want := range map[Act]string{ActNone: "none", ActGelu: "gelu", ActRelu: "relu", ActGeluTanh: "gelu_tanh", ActGeluU8: "gelu_u8", ActGeluTanhU8: "gelu_tanh_u8", ActSilu: "silu", actCount: "Act(7)"} {
 		if a.String() != want {
 			t.Errorf("Act(%d).String() = %q, want %q", uint8(a), a.String(), want)
 		}

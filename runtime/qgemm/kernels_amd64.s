@@ -55733,6 +55733,140 @@ DATA epilogueGelu<>+1288(SB)/4, $0x41700000
 DATA epilogueGelu<>+1292(SB)/4, $0x40c00000
 GLOBL epilogueGelu<>(SB), RODATA|NOPTR, $1296
 
+DATA epilogueExp<>+0(SB)/4, $0x0000007f
+DATA epilogueExp<>+4(SB)/4, $0x0000007f
+DATA epilogueExp<>+8(SB)/4, $0x0000007f
+DATA epilogueExp<>+12(SB)/4, $0x0000007f
+DATA epilogueExp<>+16(SB)/4, $0x0000007f
+DATA epilogueExp<>+20(SB)/4, $0x0000007f
+DATA epilogueExp<>+24(SB)/4, $0x0000007f
+DATA epilogueExp<>+28(SB)/4, $0x0000007f
+DATA epilogueExp<>+32(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+36(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+40(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+44(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+48(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+52(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+56(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+60(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+64(SB)/4, $0x3f318000
+DATA epilogueExp<>+68(SB)/4, $0x3f318000
+DATA epilogueExp<>+72(SB)/4, $0x3f318000
+DATA epilogueExp<>+76(SB)/4, $0x3f318000
+DATA epilogueExp<>+80(SB)/4, $0x3f318000
+DATA epilogueExp<>+84(SB)/4, $0x3f318000
+DATA epilogueExp<>+88(SB)/4, $0x3f318000
+DATA epilogueExp<>+92(SB)/4, $0x3f318000
+DATA epilogueExp<>+96(SB)/4, $0xb95e8083
+DATA epilogueExp<>+100(SB)/4, $0xb95e8083
+DATA epilogueExp<>+104(SB)/4, $0xb95e8083
+DATA epilogueExp<>+108(SB)/4, $0xb95e8083
+DATA epilogueExp<>+112(SB)/4, $0xb95e8083
+DATA epilogueExp<>+116(SB)/4, $0xb95e8083
+DATA epilogueExp<>+120(SB)/4, $0xb95e8083
+DATA epilogueExp<>+124(SB)/4, $0xb95e8083
+DATA epilogueExp<>+128(SB)/4, $0x3f800000
+DATA epilogueExp<>+132(SB)/4, $0x3f800000
+DATA epilogueExp<>+136(SB)/4, $0x3f800000
+DATA epilogueExp<>+140(SB)/4, $0x3f800000
+DATA epilogueExp<>+144(SB)/4, $0x3f800000
+DATA epilogueExp<>+148(SB)/4, $0x3f800000
+DATA epilogueExp<>+152(SB)/4, $0x3f800000
+DATA epilogueExp<>+156(SB)/4, $0x3f800000
+DATA epilogueExp<>+160(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+164(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+168(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+172(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+176(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+180(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+184(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+188(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+192(SB)/4, $0x42b17217
+DATA epilogueExp<>+196(SB)/4, $0x42b17217
+DATA epilogueExp<>+200(SB)/4, $0x42b17217
+DATA epilogueExp<>+204(SB)/4, $0x42b17217
+DATA epilogueExp<>+208(SB)/4, $0x42b17217
+DATA epilogueExp<>+212(SB)/4, $0x42b17217
+DATA epilogueExp<>+216(SB)/4, $0x42b17217
+DATA epilogueExp<>+220(SB)/4, $0x42b17217
+DATA epilogueExp<>+224(SB)/4, $0x7f800000
+DATA epilogueExp<>+228(SB)/4, $0x7f800000
+DATA epilogueExp<>+232(SB)/4, $0x7f800000
+DATA epilogueExp<>+236(SB)/4, $0x7f800000
+DATA epilogueExp<>+240(SB)/4, $0x7f800000
+DATA epilogueExp<>+244(SB)/4, $0x7f800000
+DATA epilogueExp<>+248(SB)/4, $0x7f800000
+DATA epilogueExp<>+252(SB)/4, $0x7f800000
+DATA epilogueExp<>+256(SB)/4, $0x39500d01
+DATA epilogueExp<>+260(SB)/4, $0x39500d01
+DATA epilogueExp<>+264(SB)/4, $0x39500d01
+DATA epilogueExp<>+268(SB)/4, $0x39500d01
+DATA epilogueExp<>+272(SB)/4, $0x39500d01
+DATA epilogueExp<>+276(SB)/4, $0x39500d01
+DATA epilogueExp<>+280(SB)/4, $0x39500d01
+DATA epilogueExp<>+284(SB)/4, $0x39500d01
+DATA epilogueExp<>+288(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+292(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+296(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+300(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+304(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+308(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+312(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+316(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+320(SB)/4, $0x3c088889
+DATA epilogueExp<>+324(SB)/4, $0x3c088889
+DATA epilogueExp<>+328(SB)/4, $0x3c088889
+DATA epilogueExp<>+332(SB)/4, $0x3c088889
+DATA epilogueExp<>+336(SB)/4, $0x3c088889
+DATA epilogueExp<>+340(SB)/4, $0x3c088889
+DATA epilogueExp<>+344(SB)/4, $0x3c088889
+DATA epilogueExp<>+348(SB)/4, $0x3c088889
+DATA epilogueExp<>+352(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+356(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+360(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+364(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+368(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+372(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+376(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+380(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+384(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+388(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+392(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+396(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+400(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+404(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+408(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+412(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+416(SB)/4, $0x3f000000
+DATA epilogueExp<>+420(SB)/4, $0x3f000000
+DATA epilogueExp<>+424(SB)/4, $0x3f000000
+DATA epilogueExp<>+428(SB)/4, $0x3f000000
+DATA epilogueExp<>+432(SB)/4, $0x3f000000
+DATA epilogueExp<>+436(SB)/4, $0x3f000000
+DATA epilogueExp<>+440(SB)/4, $0x3f000000
+DATA epilogueExp<>+444(SB)/4, $0x3f000000
+DATA epilogueExp<>+448(SB)/4, $0x80000000
+DATA epilogueExp<>+452(SB)/4, $0x80000000
+DATA epilogueExp<>+456(SB)/4, $0x80000000
+DATA epilogueExp<>+460(SB)/4, $0x80000000
+DATA epilogueExp<>+464(SB)/4, $0x80000000
+DATA epilogueExp<>+468(SB)/4, $0x80000000
+DATA epilogueExp<>+472(SB)/4, $0x80000000
+DATA epilogueExp<>+476(SB)/4, $0x80000000
+DATA epilogueExp<>+480(SB)/4, $0xc2aeac4f
+DATA epilogueExp<>+484(SB)/4, $0x3fb8aa3b
+DATA epilogueExp<>+488(SB)/4, $0x3f318000
+DATA epilogueExp<>+492(SB)/4, $0xb95e8083
+DATA epilogueExp<>+496(SB)/4, $0x3f800000
+DATA epilogueExp<>+500(SB)/4, $0x80000000
+DATA epilogueExp<>+504(SB)/4, $0x39500d01
+DATA epilogueExp<>+508(SB)/4, $0x3ab60b61
+DATA epilogueExp<>+512(SB)/4, $0x3c088889
+DATA epilogueExp<>+516(SB)/4, $0x3d2aaaab
+DATA epilogueExp<>+520(SB)/4, $0x3e2aaaab
+DATA epilogueExp<>+524(SB)/4, $0x3f000000
+GLOBL epilogueExp<>(SB), RODATA|NOPTR, $528
+
 DATA epilogueColMasks<>+0(SB)/8, $0x0000000000000000
 DATA epilogueColMasks<>+8(SB)/8, $0x0000000000000001
 DATA epilogueColMasks<>+16(SB)/8, $0x0000000000000003
@@ -55818,30 +55952,32 @@ TEXT ·epilogueAVX512Asm(SB), NOSPLIT, $0-145
 	JEQ  epi_gelu_u8_2806
 	CMPQ CX, $0x00000002
 	JEQ  epi_relu_2807
+	CMPQ CX, $0x00000006
+	JEQ  epi_silu_2808
 
-epi_none_2808:
+epi_none_2809:
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
 epi_none_2804:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_2810
-	TESTQ $0x00000002, AX
 	JNZ   epi_flag_2811
-	TESTQ $0x00000004, AX
+	TESTQ $0x00000002, AX
 	JNZ   epi_flag_2812
-	TESTQ $0x00000008, AX
+	TESTQ $0x00000004, AX
 	JNZ   epi_flag_2813
-	TESTQ $0x00000010, AX
+	TESTQ $0x00000008, AX
 	JNZ   epi_flag_2814
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_2815
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_2815:
+epi_strip_2816:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -55864,7 +56000,7 @@ epi_strip_2815:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2816:
+epi_row_2817:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -55885,13 +56021,13 @@ epi_row_2816:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2816
+	JL          epi_row_2817
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2815
-	JMP         epi_done_2809
+	JL          epi_strip_2816
+	JMP         epi_done_2810
 
-epi_flag_2814:
+epi_flag_2815:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -55899,7 +56035,7 @@ epi_flag_2814:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_2817:
+epi_strip_2818:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -55922,7 +56058,7 @@ epi_strip_2817:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2818:
+epi_row_2819:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -55947,15 +56083,15 @@ epi_row_2818:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2818
+	JL          epi_row_2819
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2817
-	JMP         epi_done_2809
+	JL          epi_strip_2818
+	JMP         epi_done_2810
 
-epi_flag_2813:
+epi_flag_2814:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2819
+	JNZ          epi_flag_2820
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -55965,7 +56101,7 @@ epi_flag_2813:
 	VPBROADCASTD DX, Z2
 	XORQ         DX, DX
 
-epi_strip_2820:
+epi_strip_2821:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -55988,7 +56124,7 @@ epi_strip_2820:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2821:
+epi_row_2822:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56025,13 +56161,13 @@ epi_row_2821:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2821
+	JL          epi_row_2822
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2820
-	JMP         epi_done_2809
+	JL          epi_strip_2821
+	JMP         epi_done_2810
 
-epi_flag_2819:
+epi_flag_2820:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -56042,7 +56178,7 @@ epi_flag_2819:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2822:
+epi_strip_2823:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56065,7 +56201,7 @@ epi_strip_2822:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2823:
+epi_row_2824:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56106,19 +56242,19 @@ epi_row_2823:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2823
+	JL          epi_row_2824
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2822
-	JMP         epi_done_2809
+	JL          epi_strip_2823
+	JMP         epi_done_2810
 
-epi_flag_2812:
+epi_flag_2813:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2824
-	TESTQ $0x00000010, AX
 	JNZ   epi_flag_2825
-	TESTQ $0x00000020, AX
+	TESTQ $0x00000010, AX
 	JNZ   epi_flag_2826
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2827
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -56127,7 +56263,7 @@ epi_flag_2812:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2827:
+epi_strip_2828:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56151,7 +56287,7 @@ epi_strip_2827:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2828:
+epi_row_2829:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -56181,13 +56317,13 @@ epi_row_2828:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2828
+	JL          epi_row_2829
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2827
-	JMP         epi_done_2809
+	JL          epi_strip_2828
+	JMP         epi_done_2810
 
-epi_flag_2826:
+epi_flag_2827:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -56196,7 +56332,7 @@ epi_flag_2826:
 	SHLQ $0x02, DX
 	XORQ BX, BX
 
-epi_strip_2829:
+epi_strip_2830:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56220,7 +56356,7 @@ epi_strip_2829:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2830:
+epi_row_2831:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -56250,15 +56386,15 @@ epi_row_2830:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2830
+	JL          epi_row_2831
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2829
-	JMP         epi_done_2809
+	JL          epi_strip_2830
+	JMP         epi_done_2810
 
-epi_flag_2825:
+epi_flag_2826:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_2831
+	JNZ   epi_flag_2832
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -56268,7 +56404,7 @@ epi_flag_2825:
 	MOVQ  rowScale+64(FP), BX
 	XORQ  SI, SI
 
-epi_strip_2832:
+epi_strip_2833:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56292,7 +56428,7 @@ epi_strip_2832:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2833:
+epi_row_2834:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -56326,13 +56462,13 @@ epi_row_2833:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2833
+	JL          epi_row_2834
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2832
-	JMP         epi_done_2809
+	JL          epi_strip_2833
+	JMP         epi_done_2810
 
-epi_flag_2831:
+epi_flag_2832:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -56342,7 +56478,7 @@ epi_flag_2831:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_2834:
+epi_strip_2835:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56366,7 +56502,7 @@ epi_strip_2834:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2835:
+epi_row_2836:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z4
 	VCVTDQ2PS   Z4, Z4
 	VMULPS      Z0, Z4, Z4
@@ -56400,17 +56536,17 @@ epi_row_2835:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2835
+	JL          epi_row_2836
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2834
-	JMP         epi_done_2809
+	JL          epi_strip_2835
+	JMP         epi_done_2810
 
-epi_flag_2824:
+epi_flag_2825:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2836
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_2837
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2838
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56422,7 +56558,7 @@ epi_flag_2824:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2838:
+epi_strip_2839:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56446,7 +56582,7 @@ epi_strip_2838:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2839:
+epi_row_2840:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56492,103 +56628,103 @@ epi_row_2839:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2839
+	JL          epi_row_2840
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2838
-	JMP         epi_done_2809
+	JL          epi_strip_2839
+	JMP         epi_done_2810
+
+epi_flag_2838:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	XORQ         BX, BX
+
+epi_strip_2841:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_2842:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVUPS.Z   (DI)(BX*4), K1, Z11
+	VMULPS      Z11, Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z7
+	VMULPS      Z7, Z8, Z8
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z7
+	VMULPS      Z7, Z9, Z9
+	VMULPS      Z0, Z9, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z7
+	VMULPS      Z7, Z10, Z10
+	VMULPS      Z0, Z10, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_2842
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_2841
+	JMP         epi_done_2810
 
 epi_flag_2837:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	XORQ         BX, BX
-
-epi_strip_2840:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z3
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z6
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_2841:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMULPS      Z3, Z7, Z7
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z4, Z8, Z8
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	VMOVUPS.Z   (DI)(BX*4), K1, Z11
-	VMULPS      Z11, Z7, Z7
-	VMULPS      Z0, Z7, Z7
-	VMAXPS      Z1, Z7, Z7
-	VCVTPS2DQ   Z7, Z7
-	VPADDD      Z2, Z7, Z7
-	VPMOVUSDB   Z7, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z7
-	VMULPS      Z7, Z8, Z8
-	VMULPS      Z0, Z8, Z7
-	VMAXPS      Z1, Z7, Z7
-	VCVTPS2DQ   Z7, Z7
-	VPADDD      Z2, Z7, Z7
-	VPMOVUSDB   Z7, K2, 16(R8)(BX*1)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z7
-	VMULPS      Z7, Z9, Z9
-	VMULPS      Z0, Z9, Z7
-	VMAXPS      Z1, Z7, Z7
-	VCVTPS2DQ   Z7, Z7
-	VPADDD      Z2, Z7, Z7
-	VPMOVUSDB   Z7, K3, 32(R8)(BX*1)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z7
-	VMULPS      Z7, Z10, Z10
-	VMULPS      Z0, Z10, Z7
-	VMAXPS      Z1, Z7, Z7
-	VCVTPS2DQ   Z7, Z7
-	VPADDD      Z2, Z7, Z7
-	VPMOVUSDB   Z7, K4, 48(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_2841
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2840
-	JMP         epi_done_2809
-
-epi_flag_2836:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_2842
+	JNZ          epi_flag_2843
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56601,7 +56737,7 @@ epi_flag_2836:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2843:
+epi_strip_2844:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56625,7 +56761,7 @@ epi_strip_2843:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2844:
+epi_row_2845:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56675,13 +56811,13 @@ epi_row_2844:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2844
+	JL          epi_row_2845
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2843
-	JMP         epi_done_2809
+	JL          epi_strip_2844
+	JMP         epi_done_2810
 
-epi_flag_2842:
+epi_flag_2843:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -56694,7 +56830,7 @@ epi_flag_2842:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2845:
+epi_strip_2846:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -56718,7 +56854,7 @@ epi_strip_2845:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2846:
+epi_row_2847:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z7
 	VCVTDQ2PS   Z7, Z7
 	VMULPS      Z3, Z7, Z7
@@ -56768,26 +56904,26 @@ epi_row_2846:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2846
+	JL          epi_row_2847
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2845
-	JMP         epi_done_2809
+	JL          epi_strip_2846
+	JMP         epi_done_2810
 
-epi_flag_2811:
+epi_flag_2812:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_2847
-	TESTQ $0x00000008, AX
 	JNZ   epi_flag_2848
-	TESTQ $0x00000010, AX
+	TESTQ $0x00000008, AX
 	JNZ   epi_flag_2849
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_2850
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
 	SHLQ  $0x02, CX
 	XORQ  DX, DX
 
-epi_strip_2850:
+epi_strip_2851:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -56818,7 +56954,7 @@ epi_strip_2850:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2851:
+epi_row_2852:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56843,13 +56979,13 @@ epi_row_2851:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2851
+	JL          epi_row_2852
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2850
-	JMP         epi_done_2809
+	JL          epi_strip_2851
+	JMP         epi_done_2810
 
-epi_flag_2849:
+epi_flag_2850:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -56857,7 +56993,7 @@ epi_flag_2849:
 	MOVQ rowScale+64(FP), DX
 	XORQ BX, BX
 
-epi_strip_2852:
+epi_strip_2853:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -56888,7 +57024,7 @@ epi_strip_2852:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2853:
+epi_row_2854:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -56917,15 +57053,15 @@ epi_row_2853:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2853
+	JL          epi_row_2854
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2852
-	JMP         epi_done_2809
+	JL          epi_strip_2853
+	JMP         epi_done_2810
 
-epi_flag_2848:
+epi_flag_2849:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2854
+	JNZ          epi_flag_2855
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -56935,7 +57071,7 @@ epi_flag_2848:
 	VPBROADCASTD DX, Z2
 	XORQ         DX, DX
 
-epi_strip_2855:
+epi_strip_2856:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -56966,7 +57102,7 @@ epi_strip_2855:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2856:
+epi_row_2857:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -57007,13 +57143,13 @@ epi_row_2856:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_2856
+	JL          epi_row_2857
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_2855
-	JMP         epi_done_2809
+	JL          epi_strip_2856
+	JMP         epi_done_2810
 
-epi_flag_2854:
+epi_flag_2855:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57024,7 +57160,7 @@ epi_flag_2854:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2857:
+epi_strip_2858:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -57055,7 +57191,7 @@ epi_strip_2857:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2858:
+epi_row_2859:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -57100,19 +57236,19 @@ epi_row_2858:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_2858
+	JL          epi_row_2859
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2857
-	JMP         epi_done_2809
+	JL          epi_strip_2858
+	JMP         epi_done_2810
 
-epi_flag_2847:
+epi_flag_2848:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_2859
-	TESTQ $0x00000010, AX
 	JNZ   epi_flag_2860
-	TESTQ $0x00000020, AX
+	TESTQ $0x00000010, AX
 	JNZ   epi_flag_2861
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_2862
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -57121,7 +57257,7 @@ epi_flag_2847:
 	SHLQ  $0x02, DX
 	XORQ  BX, BX
 
-epi_strip_2862:
+epi_strip_2863:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -57153,7 +57289,7 @@ epi_strip_2862:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2863:
+epi_row_2864:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -57187,13 +57323,13 @@ epi_row_2863:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2863
+	JL          epi_row_2864
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2862
-	JMP         epi_done_2809
+	JL          epi_strip_2863
+	JMP         epi_done_2810
 
-epi_flag_2861:
+epi_flag_2862:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -57202,7 +57338,7 @@ epi_flag_2861:
 	SHLQ $0x02, DX
 	XORQ BX, BX
 
-epi_strip_2864:
+epi_strip_2865:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -57234,7 +57370,7 @@ epi_strip_2864:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2865:
+epi_row_2866:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -57268,15 +57404,15 @@ epi_row_2865:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2865
+	JL          epi_row_2866
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2864
-	JMP         epi_done_2809
+	JL          epi_strip_2865
+	JMP         epi_done_2810
 
-epi_flag_2860:
+epi_flag_2861:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_2866
+	JNZ   epi_flag_2867
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -57286,7 +57422,7 @@ epi_flag_2860:
 	MOVQ  rowScale+64(FP), BX
 	XORQ  SI, SI
 
-epi_strip_2867:
+epi_strip_2868:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -57318,7 +57454,7 @@ epi_strip_2867:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2868:
+epi_row_2869:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -57356,13 +57492,13 @@ epi_row_2868:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2868
+	JL          epi_row_2869
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2867
-	JMP         epi_done_2809
+	JL          epi_strip_2868
+	JMP         epi_done_2810
 
-epi_flag_2866:
+epi_flag_2867:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -57372,7 +57508,7 @@ epi_flag_2866:
 	MOVQ rowScale+64(FP), BX
 	XORQ SI, SI
 
-epi_strip_2869:
+epi_strip_2870:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -57404,7 +57540,7 @@ epi_strip_2869:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2870:
+epi_row_2871:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z0, Z8, Z8
@@ -57442,17 +57578,17 @@ epi_row_2870:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2870
+	JL          epi_row_2871
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2869
-	JMP         epi_done_2809
+	JL          epi_strip_2870
+	JMP         epi_done_2810
 
-epi_flag_2859:
+epi_flag_2860:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2871
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_2872
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2873
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57464,7 +57600,7 @@ epi_flag_2859:
 	VPBROADCASTD BX, Z2
 	XORQ         BX, BX
 
-epi_strip_2873:
+epi_strip_2874:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -57496,7 +57632,7 @@ epi_strip_2873:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2874:
+epi_row_2875:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -57546,115 +57682,115 @@ epi_row_2874:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_2874
+	JL          epi_row_2875
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2873
-	JMP         epi_done_2809
+	JL          epi_strip_2874
+	JMP         epi_done_2810
+
+epi_flag_2873:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	XORQ         BX, BX
+
+epi_strip_2876:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_2877:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z3, Z11, Z11
+	VADDPS      Z4, Z11, Z11
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z5, Z12, Z12
+	VADDPS      Z6, Z12, Z12
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z7, Z13, Z13
+	VADDPS      Z8, Z13, Z13
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z9, Z14, Z14
+	VADDPS      Z10, Z14, Z14
+	VMOVUPS.Z   (DI)(BX*4), K1, Z15
+	VMULPS      Z15, Z11, Z11
+	VMULPS      Z0, Z11, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z11
+	VMULPS      Z11, Z12, Z12
+	VMULPS      Z0, Z12, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z11
+	VMULPS      Z11, Z13, Z13
+	VMULPS      Z0, Z13, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z11
+	VMULPS      Z11, Z14, Z14
+	VMULPS      Z0, Z14, Z11
+	VMAXPS      Z1, Z11, Z11
+	VCVTPS2DQ   Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPMOVUSDB   Z11, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_2877
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_2876
+	JMP         epi_done_2810
 
 epi_flag_2872:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	XORQ         BX, BX
-
-epi_strip_2875:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z3
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z7
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z9
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_2876:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z3, Z11, Z11
-	VADDPS      Z4, Z11, Z11
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z5, Z12, Z12
-	VADDPS      Z6, Z12, Z12
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z7, Z13, Z13
-	VADDPS      Z8, Z13, Z13
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z9, Z14, Z14
-	VADDPS      Z10, Z14, Z14
-	VMOVUPS.Z   (DI)(BX*4), K1, Z15
-	VMULPS      Z15, Z11, Z11
-	VMULPS      Z0, Z11, Z11
-	VMAXPS      Z1, Z11, Z11
-	VCVTPS2DQ   Z11, Z11
-	VPADDD      Z2, Z11, Z11
-	VPMOVUSDB   Z11, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z11
-	VMULPS      Z11, Z12, Z12
-	VMULPS      Z0, Z12, Z11
-	VMAXPS      Z1, Z11, Z11
-	VCVTPS2DQ   Z11, Z11
-	VPADDD      Z2, Z11, Z11
-	VPMOVUSDB   Z11, K2, 16(R8)(BX*1)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z11
-	VMULPS      Z11, Z13, Z13
-	VMULPS      Z0, Z13, Z11
-	VMAXPS      Z1, Z11, Z11
-	VCVTPS2DQ   Z11, Z11
-	VPADDD      Z2, Z11, Z11
-	VPMOVUSDB   Z11, K3, 32(R8)(BX*1)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z11
-	VMULPS      Z11, Z14, Z14
-	VMULPS      Z0, Z14, Z11
-	VMAXPS      Z1, Z11, Z11
-	VCVTPS2DQ   Z11, Z11
-	VPADDD      Z2, Z11, Z11
-	VPMOVUSDB   Z11, K4, 48(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_2876
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_2875
-	JMP         epi_done_2809
-
-epi_flag_2871:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_2877
+	JNZ          epi_flag_2878
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57667,7 +57803,7 @@ epi_flag_2871:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2878:
+epi_strip_2879:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -57699,7 +57835,7 @@ epi_strip_2878:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2879:
+epi_row_2880:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -57753,13 +57889,13 @@ epi_row_2879:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2879
+	JL          epi_row_2880
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2878
-	JMP         epi_done_2809
+	JL          epi_strip_2879
+	JMP         epi_done_2810
 
-epi_flag_2877:
+epi_flag_2878:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -57772,7 +57908,7 @@ epi_flag_2877:
 	VPBROADCASTD SI, Z2
 	XORQ         SI, SI
 
-epi_strip_2880:
+epi_strip_2881:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -57804,7 +57940,7 @@ epi_strip_2880:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2881:
+epi_row_2882:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z11
 	VCVTDQ2PS   Z11, Z11
 	VMULPS      Z3, Z11, Z11
@@ -57858,21 +57994,21 @@ epi_row_2881:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_2881
+	JL          epi_row_2882
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_2880
-	JMP         epi_done_2809
+	JL          epi_strip_2881
+	JMP         epi_done_2810
 
-epi_flag_2810:
+epi_flag_2811:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_2882
-	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_2883
-	TESTQ        $0x00000008, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_2884
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_2885
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2886
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -57882,7 +58018,7 @@ epi_flag_2810:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2886:
+epi_strip_2887:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -57921,7 +58057,7 @@ epi_strip_2886:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2887:
+epi_row_2888:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -57942,13 +58078,13 @@ epi_row_2887:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2887
+	JL        epi_row_2888
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2886
-	JMP       epi_done_2809
+	JL        epi_strip_2887
+	JMP       epi_done_2810
 
-epi_flag_2885:
+epi_flag_2886:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -57957,7 +58093,7 @@ epi_flag_2885:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2888:
+epi_strip_2889:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -57988,7 +58124,7 @@ epi_strip_2888:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2889:
+epi_row_2890:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
@@ -58022,15 +58158,15 @@ epi_row_2889:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2889
+	JL           epi_row_2890
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2888
-	JMP          epi_done_2809
+	JL           epi_strip_2889
+	JMP          epi_done_2810
 
-epi_flag_2884:
+epi_flag_2885:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2890
+	JNZ          epi_flag_2891
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58043,7 +58179,7 @@ epi_flag_2884:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2891:
+epi_strip_2892:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -58082,7 +58218,7 @@ epi_strip_2891:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2892:
+epi_row_2893:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -58119,13 +58255,13 @@ epi_row_2892:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2892
+	JL        epi_row_2893
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2891
-	JMP       epi_done_2809
+	JL        epi_strip_2892
+	JMP       epi_done_2810
 
-epi_flag_2890:
+epi_flag_2891:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -58137,7 +58273,7 @@ epi_flag_2890:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2893:
+epi_strip_2894:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -58168,7 +58304,7 @@ epi_strip_2893:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2894:
+epi_row_2895:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
@@ -58218,19 +58354,19 @@ epi_row_2894:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2894
+	JL           epi_row_2895
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2893
-	JMP          epi_done_2809
+	JL           epi_strip_2894
+	JMP          epi_done_2810
 
-epi_flag_2883:
+epi_flag_2884:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2895
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_2896
-	TESTQ        $0x00000020, AX
+	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_2897
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2898
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58242,7 +58378,7 @@ epi_flag_2883:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2898:
+epi_strip_2899:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58282,7 +58418,7 @@ epi_strip_2898:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2899:
+epi_row_2900:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -58312,13 +58448,13 @@ epi_row_2899:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2899
+	JL        epi_row_2900
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2898
-	JMP       epi_done_2809
+	JL        epi_strip_2899
+	JMP       epi_done_2810
 
-epi_flag_2897:
+epi_flag_2898:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58330,7 +58466,7 @@ epi_flag_2897:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2900:
+epi_strip_2901:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58370,7 +58506,7 @@ epi_strip_2900:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2901:
+epi_row_2902:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -58400,15 +58536,15 @@ epi_row_2901:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2901
+	JL        epi_row_2902
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2900
-	JMP       epi_done_2809
+	JL        epi_strip_2901
+	JMP       epi_done_2810
 
-epi_flag_2896:
+epi_flag_2897:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_2902
+	JNZ   epi_flag_2903
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -58419,7 +58555,7 @@ epi_flag_2896:
 	MOVQ  rowZero+48(FP), SI
 	XORQ  DI, DI
 
-epi_strip_2903:
+epi_strip_2904:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58451,7 +58587,7 @@ epi_strip_2903:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2904:
+epi_row_2905:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -58494,13 +58630,13 @@ epi_row_2904:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2904
+	JL           epi_row_2905
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2903
-	JMP          epi_done_2809
+	JL           epi_strip_2904
+	JMP          epi_done_2810
 
-epi_flag_2902:
+epi_flag_2903:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -58511,7 +58647,7 @@ epi_flag_2902:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_2905:
+epi_strip_2906:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58543,7 +58679,7 @@ epi_strip_2905:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2906:
+epi_row_2907:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z10
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
@@ -58586,17 +58722,17 @@ epi_row_2906:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2906
+	JL           epi_row_2907
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2905
-	JMP          epi_done_2809
+	JL           epi_strip_2906
+	JMP          epi_done_2810
 
-epi_flag_2895:
+epi_flag_2896:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2907
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_2908
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2909
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58611,7 +58747,7 @@ epi_flag_2895:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2909:
+epi_strip_2910:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58651,7 +58787,7 @@ epi_strip_2909:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2910:
+epi_row_2911:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -58697,13 +58833,13 @@ epi_row_2910:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2910
+	JL        epi_row_2911
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2909
-	JMP       epi_done_2809
+	JL        epi_strip_2910
+	JMP       epi_done_2810
 
-epi_flag_2908:
+epi_flag_2909:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58718,7 +58854,7 @@ epi_flag_2908:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2911:
+epi_strip_2912:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -58758,7 +58894,7 @@ epi_strip_2911:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2912:
+epi_row_2913:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -58804,15 +58940,15 @@ epi_row_2912:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2912
+	JL        epi_row_2913
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2911
-	JMP       epi_done_2809
+	JL        epi_strip_2912
+	JMP       epi_done_2810
 
-epi_flag_2907:
+epi_flag_2908:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_2913
+	JNZ          epi_flag_2914
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58826,7 +58962,7 @@ epi_flag_2907:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2914:
+epi_strip_2915:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58858,7 +58994,7 @@ epi_strip_2914:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2915:
+epi_row_2916:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -58917,13 +59053,13 @@ epi_row_2915:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2915
+	JL           epi_row_2916
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2914
-	JMP          epi_done_2809
+	JL           epi_strip_2915
+	JMP          epi_done_2810
 
-epi_flag_2913:
+epi_flag_2914:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -58937,7 +59073,7 @@ epi_flag_2913:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2916:
+epi_strip_2917:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -58969,7 +59105,7 @@ epi_strip_2916:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2917:
+epi_row_2918:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z13
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
@@ -59028,19 +59164,19 @@ epi_row_2917:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2917
+	JL           epi_row_2918
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2916
-	JMP          epi_done_2809
+	JL           epi_strip_2917
+	JMP          epi_done_2810
 
-epi_flag_2882:
+epi_flag_2883:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_2918
-	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_2919
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_2920
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_2921
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59050,7 +59186,7 @@ epi_flag_2882:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_2921:
+epi_strip_2922:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -59097,7 +59233,7 @@ epi_strip_2921:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_2922:
+epi_row_2923:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -59122,13 +59258,13 @@ epi_row_2922:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2922
+	JL        epi_row_2923
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2921
-	JMP       epi_done_2809
+	JL        epi_strip_2922
+	JMP       epi_done_2810
 
-epi_flag_2920:
+epi_flag_2921:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -59137,7 +59273,7 @@ epi_flag_2920:
 	MOVQ rowZero+48(FP), BX
 	XORQ SI, SI
 
-epi_strip_2923:
+epi_strip_2924:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -59176,7 +59312,7 @@ epi_strip_2923:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2924:
+epi_row_2925:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -59214,15 +59350,15 @@ epi_row_2924:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2924
+	JL           epi_row_2925
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2923
-	JMP          epi_done_2809
+	JL           epi_strip_2924
+	JMP          epi_done_2810
 
-epi_flag_2919:
+epi_flag_2920:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2925
+	JNZ          epi_flag_2926
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59235,7 +59371,7 @@ epi_flag_2919:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_2926:
+epi_strip_2927:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -59282,7 +59418,7 @@ epi_strip_2926:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_2927:
+epi_row_2928:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -59323,13 +59459,13 @@ epi_row_2927:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_2927
+	JL        epi_row_2928
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_2926
-	JMP       epi_done_2809
+	JL        epi_strip_2927
+	JMP       epi_done_2810
 
-epi_flag_2925:
+epi_flag_2926:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -59341,7 +59477,7 @@ epi_flag_2925:
 	VPBROADCASTD SI, Z3
 	XORQ         SI, SI
 
-epi_strip_2928:
+epi_strip_2929:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -59380,7 +59516,7 @@ epi_strip_2928:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2929:
+epi_row_2930:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z16
@@ -59434,19 +59570,19 @@ epi_row_2929:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_2929
+	JL           epi_row_2930
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_2928
-	JMP          epi_done_2809
+	JL           epi_strip_2929
+	JMP          epi_done_2810
 
-epi_flag_2918:
+epi_flag_2919:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_2930
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_2931
-	TESTQ        $0x00000020, AX
+	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_2932
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2933
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59458,7 +59594,7 @@ epi_flag_2918:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2933:
+epi_strip_2934:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -59506,7 +59642,7 @@ epi_strip_2933:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2934:
+epi_row_2935:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -59540,13 +59676,13 @@ epi_row_2934:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2934
+	JL        epi_row_2935
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2933
-	JMP       epi_done_2809
+	JL        epi_strip_2934
+	JMP       epi_done_2810
 
-epi_flag_2932:
+epi_flag_2933:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59558,7 +59694,7 @@ epi_flag_2932:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_2935:
+epi_strip_2936:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -59606,7 +59742,7 @@ epi_strip_2935:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_2936:
+epi_row_2937:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -59640,15 +59776,15 @@ epi_row_2936:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2936
+	JL        epi_row_2937
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2935
-	JMP       epi_done_2809
+	JL        epi_strip_2936
+	JMP       epi_done_2810
 
-epi_flag_2931:
+epi_flag_2932:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_2937
+	JNZ   epi_flag_2938
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -59659,7 +59795,7 @@ epi_flag_2931:
 	MOVQ  rowZero+48(FP), SI
 	XORQ  DI, DI
 
-epi_strip_2938:
+epi_strip_2939:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -59699,7 +59835,7 @@ epi_strip_2938:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2939:
+epi_row_2940:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -59746,13 +59882,13 @@ epi_row_2939:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2939
+	JL           epi_row_2940
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2938
-	JMP          epi_done_2809
+	JL           epi_strip_2939
+	JMP          epi_done_2810
 
-epi_flag_2937:
+epi_flag_2938:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -59763,7 +59899,7 @@ epi_flag_2937:
 	MOVQ rowZero+48(FP), SI
 	XORQ DI, DI
 
-epi_strip_2940:
+epi_strip_2941:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -59803,7 +59939,7 @@ epi_strip_2940:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_2941:
+epi_row_2942:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z1, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -59850,17 +59986,17 @@ epi_row_2941:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2941
+	JL           epi_row_2942
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2940
-	JMP          epi_done_2809
+	JL           epi_strip_2941
+	JMP          epi_done_2810
 
-epi_flag_2930:
+epi_flag_2931:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2942
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_2943
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2944
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59875,7 +60011,7 @@ epi_flag_2930:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2944:
+epi_strip_2945:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -59923,7 +60059,7 @@ epi_strip_2944:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2945:
+epi_row_2946:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -59973,13 +60109,13 @@ epi_row_2945:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2945
+	JL        epi_row_2946
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2944
-	JMP       epi_done_2809
+	JL        epi_strip_2945
+	JMP       epi_done_2810
 
-epi_flag_2943:
+epi_flag_2944:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -59994,7 +60130,7 @@ epi_flag_2943:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_2946:
+epi_strip_2947:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -60042,7 +60178,7 @@ epi_strip_2946:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_2947:
+epi_row_2948:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -60092,15 +60228,15 @@ epi_row_2947:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_2947
+	JL        epi_row_2948
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_2946
-	JMP       epi_done_2809
+	JL        epi_strip_2947
+	JMP       epi_done_2810
 
-epi_flag_2942:
+epi_flag_2943:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_2948
+	JNZ          epi_flag_2949
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60114,7 +60250,7 @@ epi_flag_2942:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2949:
+epi_strip_2950:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -60154,7 +60290,7 @@ epi_strip_2949:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2950:
+epi_row_2951:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -60217,13 +60353,13 @@ epi_row_2950:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2950
+	JL           epi_row_2951
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2949
-	JMP          epi_done_2809
+	JL           epi_strip_2950
+	JMP          epi_done_2810
 
-epi_flag_2948:
+epi_flag_2949:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -60237,7 +60373,7 @@ epi_flag_2948:
 	VPBROADCASTD DI, Z3
 	XORQ         DI, DI
 
-epi_strip_2951:
+epi_strip_2952:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -60277,7 +60413,7 @@ epi_strip_2951:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_2952:
+epi_row_2953:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z4, Z0, Z17
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z16
@@ -60340,23 +60476,23 @@ epi_row_2952:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_2952
+	JL           epi_row_2953
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_2951
-	JMP          epi_done_2809
+	JL           epi_strip_2952
+	JMP          epi_done_2810
 
 epi_gelu_2805:
 	TESTQ   $0x00000001, AX
-	JNZ     epi_flag_2953
-	TESTQ   $0x00000002, AX
 	JNZ     epi_flag_2954
-	TESTQ   $0x00000004, AX
+	TESTQ   $0x00000002, AX
 	JNZ     epi_flag_2955
-	TESTQ   $0x00000008, AX
+	TESTQ   $0x00000004, AX
 	JNZ     epi_flag_2956
-	TESTQ   $0x00000010, AX
+	TESTQ   $0x00000008, AX
 	JNZ     epi_flag_2957
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_2958
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -60376,7 +60512,7 @@ epi_gelu_2805:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2958:
+epi_strip_2959:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -60393,7 +60529,7 @@ epi_strip_2958:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2959:
+epi_row_2960:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -60440,13 +60576,13 @@ epi_row_2959:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2959
+	JL            epi_row_2960
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2958
-	JMP           epi_done_2809
+	JL            epi_strip_2959
+	JMP           epi_done_2810
 
-epi_flag_2957:
+epi_flag_2958:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -60467,7 +60603,7 @@ epi_flag_2957:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2960:
+epi_strip_2961:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -60484,7 +60620,7 @@ epi_strip_2960:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2961:
+epi_row_2962:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -60533,15 +60669,15 @@ epi_row_2961:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2961
+	JL            epi_row_2962
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2960
-	JMP           epi_done_2809
+	JL            epi_strip_2961
+	JMP           epi_done_2810
 
-epi_flag_2956:
+epi_flag_2957:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2962
+	JNZ          epi_flag_2963
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60564,7 +60700,7 @@ epi_flag_2956:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2963:
+epi_strip_2964:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -60581,7 +60717,7 @@ epi_strip_2963:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2964:
+epi_row_2965:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -60636,13 +60772,13 @@ epi_row_2964:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2964
+	JL            epi_row_2965
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2963
-	JMP           epi_done_2809
+	JL            epi_strip_2964
+	JMP           epi_done_2810
 
-epi_flag_2962:
+epi_flag_2963:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -60666,7 +60802,7 @@ epi_flag_2962:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2965:
+epi_strip_2966:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -60683,7 +60819,7 @@ epi_strip_2965:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_2966:
+epi_row_2967:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -60740,19 +60876,19 @@ epi_row_2966:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2966
+	JL            epi_row_2967
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2965
-	JMP           epi_done_2809
+	JL            epi_strip_2966
+	JMP           epi_done_2810
 
-epi_flag_2955:
+epi_flag_2956:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_2967
-	TESTQ   $0x00000010, AX
 	JNZ     epi_flag_2968
-	TESTQ   $0x00000020, AX
+	TESTQ   $0x00000010, AX
 	JNZ     epi_flag_2969
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_2970
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -60774,7 +60910,7 @@ epi_flag_2955:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2970:
+epi_strip_2971:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -60792,7 +60928,7 @@ epi_strip_2970:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_2971:
+epi_row_2972:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -60844,113 +60980,113 @@ epi_row_2971:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2971
+	JL            epi_row_2972
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2970
-	JMP           epi_done_2809
+	JL            epi_strip_2971
+	JMP           epi_done_2810
+
+epi_flag_2970:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	VPXORD  Z0, Z0, Z0
+	LEAQ    epilogueGelu<>+0(SB), BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
+	XORQ    BX, BX
+
+epi_strip_2973:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_2974:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
+	VCVTDQ2PS     Z9, Z9
+	VMULPS        Z7, Z9, Z9
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VCVTPS2DQ     Z11, Z13
+	VCVTPS2DQ     Z12, Z14
+	VREDUCEPS     $0x00, Z11, Z11
+	VREDUCEPS     $0x00, Z12, Z12
+	VPERMPS       Z6, Z13, Z15
+	VPERMPS       Z6, Z14, Z16
+	VPERMPS       Z5, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z4, Z13, Z17
+	VPERMPS       Z4, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z3, Z13, Z17
+	VPERMPS       Z3, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z2, Z13, Z17
+	VPERMPS       Z2, Z14, Z18
+	VFMADD213PS   Z17, Z11, Z15
+	VFMADD213PS   Z18, Z12, Z16
+	VPERMPS       Z1, Z13, Z13
+	VPERMPS       Z1, Z14, Z14
+	VFMADD213PS   Z13, Z11, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VMAXPS        Z9, Z0, Z9
+	VMAXPS        Z10, Z0, Z10
+	VADDPS        Z15, Z9, Z9
+	VADDPS        Z16, Z10, Z10
+	VMOVUPS.Z     (DI)(BX*4), K1, Z11
+	VMULPS        Z11, Z9, Z9
+	VMOVUPS       Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z9
+	VMULPS        Z9, Z10, Z10
+	VMOVUPS       Z10, K2, 64(R8)(BX*4)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_2974
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_2973
+	JMP           epi_done_2810
 
 epi_flag_2969:
-	MOVQ    ldc+8(FP), AX
-	SHLQ    $0x02, AX
-	MOVQ    resStride+88(FP), CX
-	SHLQ    $0x02, CX
-	MOVQ    outStride+112(FP), DX
-	SHLQ    $0x02, DX
-	VPXORD  Z0, Z0, Z0
-	LEAQ    epilogueGelu<>+0(SB), BX
-	MOVQ    flags+136(FP), SI
-	SHRQ    $0x08, SI
-	LEAQ    epilogueGelu<>+384(SB), DI
-	CMPQ    SI, $0x00000003
-	CMOVQEQ DI, BX
-	VMOVUPS (BX), Z1
-	VMOVUPS 64(BX), Z2
-	VMOVUPS 128(BX), Z3
-	VMOVUPS 192(BX), Z4
-	VMOVUPS 256(BX), Z5
-	VMOVUPS 320(BX), Z6
-	XORQ    BX, BX
-
-epi_strip_2972:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000020, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z7
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outF32+96(FP), R8
-	XORQ      R9, R9
-
-epi_row_2973:
-	VMOVDQU32.Z   (SI)(BX*4), K1, Z9
-	VCVTDQ2PS     Z9, Z9
-	VMULPS        Z7, Z9, Z9
-	VMOVDQU32.Z   64(SI)(BX*4), K2, Z10
-	VCVTDQ2PS     Z10, Z10
-	VMULPS        Z8, Z10, Z10
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z9, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z11, Z11
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
-	VCVTPS2DQ     Z11, Z13
-	VCVTPS2DQ     Z12, Z14
-	VREDUCEPS     $0x00, Z11, Z11
-	VREDUCEPS     $0x00, Z12, Z12
-	VPERMPS       Z6, Z13, Z15
-	VPERMPS       Z6, Z14, Z16
-	VPERMPS       Z5, Z13, Z17
-	VPERMPS       Z5, Z14, Z18
-	VFMADD213PS   Z17, Z11, Z15
-	VFMADD213PS   Z18, Z12, Z16
-	VPERMPS       Z4, Z13, Z17
-	VPERMPS       Z4, Z14, Z18
-	VFMADD213PS   Z17, Z11, Z15
-	VFMADD213PS   Z18, Z12, Z16
-	VPERMPS       Z3, Z13, Z17
-	VPERMPS       Z3, Z14, Z18
-	VFMADD213PS   Z17, Z11, Z15
-	VFMADD213PS   Z18, Z12, Z16
-	VPERMPS       Z2, Z13, Z17
-	VPERMPS       Z2, Z14, Z18
-	VFMADD213PS   Z17, Z11, Z15
-	VFMADD213PS   Z18, Z12, Z16
-	VPERMPS       Z1, Z13, Z13
-	VPERMPS       Z1, Z14, Z14
-	VFMADD213PS   Z13, Z11, Z15
-	VFMADD213PS   Z14, Z12, Z16
-	VMAXPS        Z9, Z0, Z9
-	VMAXPS        Z10, Z0, Z10
-	VADDPS        Z15, Z9, Z9
-	VADDPS        Z16, Z10, Z10
-	VMOVUPS.Z     (DI)(BX*4), K1, Z11
-	VMULPS        Z11, Z9, Z9
-	VMOVUPS       Z9, K1, (R8)(BX*4)
-	VMOVUPS.Z     64(DI)(BX*4), K2, Z9
-	VMULPS        Z9, Z10, Z10
-	VMOVUPS       Z10, K2, 64(R8)(BX*4)
-	ADDQ          AX, SI
-	ADDQ          CX, DI
-	ADDQ          DX, R8
-	INCQ          R9
-	CMPQ          R9, m+16(FP)
-	JL            epi_row_2973
-	ADDQ          $0x20, BX
-	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2972
-	JMP           epi_done_2809
-
-epi_flag_2968:
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_2974
+	JNZ     epi_flag_2975
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -60973,7 +61109,7 @@ epi_flag_2968:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2975:
+epi_strip_2976:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -60991,7 +61127,7 @@ epi_strip_2975:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2976:
+epi_row_2977:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -61045,13 +61181,13 @@ epi_row_2976:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2976
+	JL            epi_row_2977
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2975
-	JMP           epi_done_2809
+	JL            epi_strip_2976
+	JMP           epi_done_2810
 
-epi_flag_2974:
+epi_flag_2975:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -61074,7 +61210,7 @@ epi_flag_2974:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_2977:
+epi_strip_2978:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -61092,7 +61228,7 @@ epi_strip_2977:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_2978:
+epi_row_2979:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z9
 	VCVTDQ2PS     Z9, Z9
 	VMULPS        Z7, Z9, Z9
@@ -61146,17 +61282,17 @@ epi_row_2978:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2978
+	JL            epi_row_2979
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2977
-	JMP           epi_done_2809
+	JL            epi_strip_2978
+	JMP           epi_done_2810
 
-epi_flag_2967:
+epi_flag_2968:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2979
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_2980
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_2981
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61181,7 +61317,7 @@ epi_flag_2967:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_2981:
+epi_strip_2982:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -61199,7 +61335,7 @@ epi_strip_2981:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_2982:
+epi_row_2983:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -61259,124 +61395,124 @@ epi_row_2982:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_2982
+	JL            epi_row_2983
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2981
-	JMP           epi_done_2809
+	JL            epi_strip_2982
+	JMP           epi_done_2810
+
+epi_flag_2981:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	VMOVUPS      256(BX), Z8
+	VMOVUPS      320(BX), Z9
+	XORQ         BX, BX
+
+epi_strip_2984:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z10
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_2985:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z10, Z12, Z12
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z9, Z16, Z18
+	VPERMPS       Z9, Z17, Z19
+	VPERMPS       Z8, Z16, Z20
+	VPERMPS       Z8, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z7, Z16, Z20
+	VPERMPS       Z7, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (DI)(BX*4), K1, Z14
+	VMULPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
+	VMULPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_2985
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_2984
+	JMP           epi_done_2810
 
 epi_flag_2980:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueGelu<>+0(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+384(SB), DI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      DI, BX
-	VMOVUPS      (BX), Z4
-	VMOVUPS      64(BX), Z5
-	VMOVUPS      128(BX), Z6
-	VMOVUPS      192(BX), Z7
-	VMOVUPS      256(BX), Z8
-	VMOVUPS      320(BX), Z9
-	XORQ         BX, BX
-
-epi_strip_2983:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000020, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z10
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_2984:
-	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
-	VCVTDQ2PS     Z12, Z12
-	VMULPS        Z10, Z12, Z12
-	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
-	VCVTDQ2PS     Z13, Z13
-	VMULPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
-	VCVTPS2DQ     Z14, Z16
-	VCVTPS2DQ     Z15, Z17
-	VREDUCEPS     $0x00, Z14, Z14
-	VREDUCEPS     $0x00, Z15, Z15
-	VPERMPS       Z9, Z16, Z18
-	VPERMPS       Z9, Z17, Z19
-	VPERMPS       Z8, Z16, Z20
-	VPERMPS       Z8, Z17, Z21
-	VFMADD213PS   Z20, Z14, Z18
-	VFMADD213PS   Z21, Z15, Z19
-	VPERMPS       Z7, Z16, Z20
-	VPERMPS       Z7, Z17, Z21
-	VFMADD213PS   Z20, Z14, Z18
-	VFMADD213PS   Z21, Z15, Z19
-	VPERMPS       Z6, Z16, Z20
-	VPERMPS       Z6, Z17, Z21
-	VFMADD213PS   Z20, Z14, Z18
-	VFMADD213PS   Z21, Z15, Z19
-	VPERMPS       Z5, Z16, Z20
-	VPERMPS       Z5, Z17, Z21
-	VFMADD213PS   Z20, Z14, Z18
-	VFMADD213PS   Z21, Z15, Z19
-	VPERMPS       Z4, Z16, Z16
-	VPERMPS       Z4, Z17, Z17
-	VFMADD213PS   Z16, Z14, Z18
-	VFMADD213PS   Z17, Z15, Z19
-	VMAXPS        Z12, Z3, Z12
-	VMAXPS        Z13, Z3, Z13
-	VADDPS        Z18, Z12, Z12
-	VADDPS        Z19, Z13, Z13
-	VMOVUPS.Z     (DI)(BX*4), K1, Z14
-	VMULPS        Z14, Z12, Z12
-	VMULPS        Z0, Z12, Z12
-	VMAXPS        Z1, Z12, Z12
-	VCVTPS2DQ     Z12, Z12
-	VPADDD        Z2, Z12, Z12
-	VPMOVUSDB     Z12, K1, (R8)(BX*1)
-	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
-	VMULPS        Z12, Z13, Z13
-	VMULPS        Z0, Z13, Z12
-	VMAXPS        Z1, Z12, Z12
-	VCVTPS2DQ     Z12, Z12
-	VPADDD        Z2, Z12, Z12
-	VPMOVUSDB     Z12, K2, 16(R8)(BX*1)
-	ADDQ          AX, SI
-	ADDQ          CX, DI
-	ADDQ          DX, R8
-	INCQ          R9
-	CMPQ          R9, m+16(FP)
-	JL            epi_row_2984
-	ADDQ          $0x20, BX
-	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2983
-	JMP           epi_done_2809
-
-epi_flag_2979:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_2985
+	JNZ          epi_flag_2986
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61402,7 +61538,7 @@ epi_flag_2979:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2986:
+epi_strip_2987:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -61420,7 +61556,7 @@ epi_strip_2986:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2987:
+epi_row_2988:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -61482,13 +61618,13 @@ epi_row_2987:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2987
+	JL            epi_row_2988
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2986
-	JMP           epi_done_2809
+	JL            epi_strip_2987
+	JMP           epi_done_2810
 
-epi_flag_2985:
+epi_flag_2986:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -61514,7 +61650,7 @@ epi_flag_2985:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_2988:
+epi_strip_2989:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -61532,7 +61668,7 @@ epi_strip_2988:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_2989:
+epi_row_2990:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z10, Z12, Z12
@@ -61594,19 +61730,19 @@ epi_row_2989:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_2989
+	JL            epi_row_2990
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_2988
-	JMP           epi_done_2809
+	JL            epi_strip_2989
+	JMP           epi_done_2810
 
-epi_flag_2954:
+epi_flag_2955:
 	TESTQ   $0x00000004, AX
-	JNZ     epi_flag_2990
-	TESTQ   $0x00000008, AX
 	JNZ     epi_flag_2991
-	TESTQ   $0x00000010, AX
+	TESTQ   $0x00000008, AX
 	JNZ     epi_flag_2992
+	TESTQ   $0x00000010, AX
+	JNZ     epi_flag_2993
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -61626,7 +61762,7 @@ epi_flag_2954:
 	VMOVUPS 320(DX), Z6
 	XORQ    DX, DX
 
-epi_strip_2993:
+epi_strip_2994:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -61647,7 +61783,7 @@ epi_strip_2993:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_2994:
+epi_row_2995:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -61696,13 +61832,13 @@ epi_row_2994:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2994
+	JL            epi_row_2995
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2993
-	JMP           epi_done_2809
+	JL            epi_strip_2994
+	JMP           epi_done_2810
 
-epi_flag_2992:
+epi_flag_2993:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -61723,7 +61859,7 @@ epi_flag_2992:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_2995:
+epi_strip_2996:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -61744,7 +61880,7 @@ epi_strip_2995:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_2996:
+epi_row_2997:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -61795,15 +61931,15 @@ epi_row_2996:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_2996
+	JL            epi_row_2997
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_2995
-	JMP           epi_done_2809
+	JL            epi_strip_2996
+	JMP           epi_done_2810
 
-epi_flag_2991:
+epi_flag_2992:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_2997
+	JNZ          epi_flag_2998
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61826,7 +61962,7 @@ epi_flag_2991:
 	VMOVUPS      320(DX), Z9
 	XORQ         DX, DX
 
-epi_strip_2998:
+epi_strip_2999:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -61847,7 +61983,7 @@ epi_strip_2998:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_2999:
+epi_row_3000:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -61904,13 +62040,13 @@ epi_row_2999:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_2999
+	JL            epi_row_3000
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_2998
-	JMP           epi_done_2809
+	JL            epi_strip_2999
+	JMP           epi_done_2810
 
-epi_flag_2997:
+epi_flag_2998:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -61934,7 +62070,7 @@ epi_flag_2997:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_3000:
+epi_strip_3001:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -61955,7 +62091,7 @@ epi_strip_3000:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3001:
+epi_row_3002:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -62014,19 +62150,19 @@ epi_row_3001:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_3001
+	JL            epi_row_3002
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3000
-	JMP           epi_done_2809
+	JL            epi_strip_3001
+	JMP           epi_done_2810
 
-epi_flag_2990:
+epi_flag_2991:
 	TESTQ   $0x00000008, AX
-	JNZ     epi_flag_3002
-	TESTQ   $0x00000010, AX
 	JNZ     epi_flag_3003
-	TESTQ   $0x00000020, AX
+	TESTQ   $0x00000010, AX
 	JNZ     epi_flag_3004
+	TESTQ   $0x00000020, AX
+	JNZ     epi_flag_3005
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -62048,7 +62184,7 @@ epi_flag_2990:
 	VMOVUPS 320(BX), Z6
 	XORQ    BX, BX
 
-epi_strip_3005:
+epi_strip_3006:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62070,7 +62206,7 @@ epi_strip_3005:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_3006:
+epi_row_3007:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -62124,119 +62260,119 @@ epi_row_3006:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3006
+	JL            epi_row_3007
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3005
-	JMP           epi_done_2809
+	JL            epi_strip_3006
+	JMP           epi_done_2810
+
+epi_flag_3005:
+	MOVQ    ldc+8(FP), AX
+	SHLQ    $0x02, AX
+	MOVQ    resStride+88(FP), CX
+	SHLQ    $0x02, CX
+	MOVQ    outStride+112(FP), DX
+	SHLQ    $0x02, DX
+	VPXORD  Z0, Z0, Z0
+	LEAQ    epilogueGelu<>+0(SB), BX
+	MOVQ    flags+136(FP), SI
+	SHRQ    $0x08, SI
+	LEAQ    epilogueGelu<>+384(SB), DI
+	CMPQ    SI, $0x00000003
+	CMOVQEQ DI, BX
+	VMOVUPS (BX), Z1
+	VMOVUPS 64(BX), Z2
+	VMOVUPS 128(BX), Z3
+	VMOVUPS 192(BX), Z4
+	VMOVUPS 256(BX), Z5
+	VMOVUPS 320(BX), Z6
+	XORQ    BX, BX
+
+epi_strip_3008:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3009:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z7, Z11, Z11
+	VADDPS        Z8, Z11, Z11
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z9, Z12, Z12
+	VADDPS        Z10, Z12, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VCVTPS2DQ     Z13, Z15
+	VCVTPS2DQ     Z14, Z16
+	VREDUCEPS     $0x00, Z13, Z13
+	VREDUCEPS     $0x00, Z14, Z14
+	VPERMPS       Z6, Z15, Z17
+	VPERMPS       Z6, Z16, Z18
+	VPERMPS       Z5, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z4, Z15, Z19
+	VPERMPS       Z4, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z3, Z15, Z19
+	VPERMPS       Z3, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z2, Z15, Z19
+	VPERMPS       Z2, Z16, Z20
+	VFMADD213PS   Z19, Z13, Z17
+	VFMADD213PS   Z20, Z14, Z18
+	VPERMPS       Z1, Z15, Z15
+	VPERMPS       Z1, Z16, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VMAXPS        Z11, Z0, Z11
+	VMAXPS        Z12, Z0, Z12
+	VADDPS        Z17, Z11, Z11
+	VADDPS        Z18, Z12, Z12
+	VMOVUPS.Z     (DI)(BX*4), K1, Z13
+	VMULPS        Z13, Z11, Z11
+	VMOVUPS       Z11, K1, (R8)(BX*4)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z11
+	VMULPS        Z11, Z12, Z12
+	VMOVUPS       Z12, K2, 64(R8)(BX*4)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3009
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3008
+	JMP           epi_done_2810
 
 epi_flag_3004:
-	MOVQ    ldc+8(FP), AX
-	SHLQ    $0x02, AX
-	MOVQ    resStride+88(FP), CX
-	SHLQ    $0x02, CX
-	MOVQ    outStride+112(FP), DX
-	SHLQ    $0x02, DX
-	VPXORD  Z0, Z0, Z0
-	LEAQ    epilogueGelu<>+0(SB), BX
-	MOVQ    flags+136(FP), SI
-	SHRQ    $0x08, SI
-	LEAQ    epilogueGelu<>+384(SB), DI
-	CMPQ    SI, $0x00000003
-	CMOVQEQ DI, BX
-	VMOVUPS (BX), Z1
-	VMOVUPS 64(BX), Z2
-	VMOVUPS 128(BX), Z3
-	VMOVUPS 192(BX), Z4
-	VMOVUPS 256(BX), Z5
-	VMOVUPS 320(BX), Z6
-	XORQ    BX, BX
-
-epi_strip_3007:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000020, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z7
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z8
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outF32+96(FP), R8
-	XORQ      R9, R9
-
-epi_row_3008:
-	VMOVDQU32.Z   (SI)(BX*4), K1, Z11
-	VCVTDQ2PS     Z11, Z11
-	VMULPS        Z7, Z11, Z11
-	VADDPS        Z8, Z11, Z11
-	VMOVDQU32.Z   64(SI)(BX*4), K2, Z12
-	VCVTDQ2PS     Z12, Z12
-	VMULPS        Z9, Z12, Z12
-	VADDPS        Z10, Z12, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
-	VCVTPS2DQ     Z13, Z15
-	VCVTPS2DQ     Z14, Z16
-	VREDUCEPS     $0x00, Z13, Z13
-	VREDUCEPS     $0x00, Z14, Z14
-	VPERMPS       Z6, Z15, Z17
-	VPERMPS       Z6, Z16, Z18
-	VPERMPS       Z5, Z15, Z19
-	VPERMPS       Z5, Z16, Z20
-	VFMADD213PS   Z19, Z13, Z17
-	VFMADD213PS   Z20, Z14, Z18
-	VPERMPS       Z4, Z15, Z19
-	VPERMPS       Z4, Z16, Z20
-	VFMADD213PS   Z19, Z13, Z17
-	VFMADD213PS   Z20, Z14, Z18
-	VPERMPS       Z3, Z15, Z19
-	VPERMPS       Z3, Z16, Z20
-	VFMADD213PS   Z19, Z13, Z17
-	VFMADD213PS   Z20, Z14, Z18
-	VPERMPS       Z2, Z15, Z19
-	VPERMPS       Z2, Z16, Z20
-	VFMADD213PS   Z19, Z13, Z17
-	VFMADD213PS   Z20, Z14, Z18
-	VPERMPS       Z1, Z15, Z15
-	VPERMPS       Z1, Z16, Z16
-	VFMADD213PS   Z15, Z13, Z17
-	VFMADD213PS   Z16, Z14, Z18
-	VMAXPS        Z11, Z0, Z11
-	VMAXPS        Z12, Z0, Z12
-	VADDPS        Z17, Z11, Z11
-	VADDPS        Z18, Z12, Z12
-	VMOVUPS.Z     (DI)(BX*4), K1, Z13
-	VMULPS        Z13, Z11, Z11
-	VMOVUPS       Z11, K1, (R8)(BX*4)
-	VMOVUPS.Z     64(DI)(BX*4), K2, Z11
-	VMULPS        Z11, Z12, Z12
-	VMOVUPS       Z12, K2, 64(R8)(BX*4)
-	ADDQ          AX, SI
-	ADDQ          CX, DI
-	ADDQ          DX, R8
-	INCQ          R9
-	CMPQ          R9, m+16(FP)
-	JL            epi_row_3008
-	ADDQ          $0x20, BX
-	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3007
-	JMP           epi_done_2809
-
-epi_flag_3003:
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_3009
+	JNZ     epi_flag_3010
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -62259,7 +62395,7 @@ epi_flag_3003:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_3010:
+epi_strip_3011:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -62281,7 +62417,7 @@ epi_strip_3010:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3011:
+epi_row_3012:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -62337,13 +62473,13 @@ epi_row_3011:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3011
+	JL            epi_row_3012
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3010
-	JMP           epi_done_2809
+	JL            epi_strip_3011
+	JMP           epi_done_2810
 
-epi_flag_3009:
+epi_flag_3010:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -62366,7 +62502,7 @@ epi_flag_3009:
 	VMOVUPS 320(SI), Z6
 	XORQ    SI, SI
 
-epi_strip_3012:
+epi_strip_3013:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -62388,7 +62524,7 @@ epi_strip_3012:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3013:
+epi_row_3014:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z11
 	VCVTDQ2PS     Z11, Z11
 	VMULPS        Z7, Z11, Z11
@@ -62444,17 +62580,17 @@ epi_row_3013:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3013
+	JL            epi_row_3014
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3012
-	JMP           epi_done_2809
+	JL            epi_strip_3013
+	JMP           epi_done_2810
 
-epi_flag_3002:
+epi_flag_3003:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3014
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3015
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3016
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62479,7 +62615,7 @@ epi_flag_3002:
 	VMOVUPS      320(BX), Z9
 	XORQ         BX, BX
 
-epi_strip_3016:
+epi_strip_3017:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -62501,7 +62637,7 @@ epi_strip_3016:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3017:
+epi_row_3018:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -62563,130 +62699,130 @@ epi_row_3017:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3017
+	JL            epi_row_3018
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3016
-	JMP           epi_done_2809
+	JL            epi_strip_3017
+	JMP           epi_done_2810
+
+epi_flag_3016:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+0(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+384(SB), DI
+	CMPQ         SI, $0x00000003
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	VMOVUPS      256(BX), Z8
+	VMOVUPS      320(BX), Z9
+	XORQ         BX, BX
+
+epi_strip_3019:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z11
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z12
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z13
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3020:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
+	VCVTDQ2PS     Z14, Z14
+	VMULPS        Z10, Z14, Z14
+	VADDPS        Z11, Z14, Z14
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z15
+	VCVTDQ2PS     Z15, Z15
+	VMULPS        Z12, Z15, Z15
+	VADDPS        Z13, Z15, Z15
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
+	VCVTPS2DQ     Z16, Z18
+	VCVTPS2DQ     Z17, Z19
+	VREDUCEPS     $0x00, Z16, Z16
+	VREDUCEPS     $0x00, Z17, Z17
+	VPERMPS       Z9, Z18, Z20
+	VPERMPS       Z9, Z19, Z21
+	VPERMPS       Z8, Z18, Z22
+	VPERMPS       Z8, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z7, Z18, Z22
+	VPERMPS       Z7, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z6, Z18, Z22
+	VPERMPS       Z6, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z5, Z18, Z22
+	VPERMPS       Z5, Z19, Z23
+	VFMADD213PS   Z22, Z16, Z20
+	VFMADD213PS   Z23, Z17, Z21
+	VPERMPS       Z4, Z18, Z18
+	VPERMPS       Z4, Z19, Z19
+	VFMADD213PS   Z18, Z16, Z20
+	VFMADD213PS   Z19, Z17, Z21
+	VMAXPS        Z14, Z3, Z14
+	VMAXPS        Z15, Z3, Z15
+	VADDPS        Z20, Z14, Z14
+	VADDPS        Z21, Z15, Z15
+	VMOVUPS.Z     (DI)(BX*4), K1, Z16
+	VMULPS        Z16, Z14, Z14
+	VMULPS        Z0, Z14, Z14
+	VMAXPS        Z1, Z14, Z14
+	VCVTPS2DQ     Z14, Z14
+	VPADDD        Z2, Z14, Z14
+	VPMOVUSDB     Z14, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z14
+	VMULPS        Z14, Z15, Z15
+	VMULPS        Z0, Z15, Z14
+	VMAXPS        Z1, Z14, Z14
+	VCVTPS2DQ     Z14, Z14
+	VPADDD        Z2, Z14, Z14
+	VPMOVUSDB     Z14, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3020
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3019
+	JMP           epi_done_2810
 
 epi_flag_3015:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueGelu<>+0(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+384(SB), DI
-	CMPQ         SI, $0x00000003
-	CMOVQEQ      DI, BX
-	VMOVUPS      (BX), Z4
-	VMOVUPS      64(BX), Z5
-	VMOVUPS      128(BX), Z6
-	VMOVUPS      192(BX), Z7
-	VMOVUPS      256(BX), Z8
-	VMOVUPS      320(BX), Z9
-	XORQ         BX, BX
-
-epi_strip_3018:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000020, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z10
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z11
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z12
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z13
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_3019:
-	VMOVDQU32.Z   (SI)(BX*4), K1, Z14
-	VCVTDQ2PS     Z14, Z14
-	VMULPS        Z10, Z14, Z14
-	VADDPS        Z11, Z14, Z14
-	VMOVDQU32.Z   64(SI)(BX*4), K2, Z15
-	VCVTDQ2PS     Z15, Z15
-	VMULPS        Z12, Z15, Z15
-	VADDPS        Z13, Z15, Z15
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z14, Z16
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z15, Z17
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z16, Z16
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z17, Z17
-	VCVTPS2DQ     Z16, Z18
-	VCVTPS2DQ     Z17, Z19
-	VREDUCEPS     $0x00, Z16, Z16
-	VREDUCEPS     $0x00, Z17, Z17
-	VPERMPS       Z9, Z18, Z20
-	VPERMPS       Z9, Z19, Z21
-	VPERMPS       Z8, Z18, Z22
-	VPERMPS       Z8, Z19, Z23
-	VFMADD213PS   Z22, Z16, Z20
-	VFMADD213PS   Z23, Z17, Z21
-	VPERMPS       Z7, Z18, Z22
-	VPERMPS       Z7, Z19, Z23
-	VFMADD213PS   Z22, Z16, Z20
-	VFMADD213PS   Z23, Z17, Z21
-	VPERMPS       Z6, Z18, Z22
-	VPERMPS       Z6, Z19, Z23
-	VFMADD213PS   Z22, Z16, Z20
-	VFMADD213PS   Z23, Z17, Z21
-	VPERMPS       Z5, Z18, Z22
-	VPERMPS       Z5, Z19, Z23
-	VFMADD213PS   Z22, Z16, Z20
-	VFMADD213PS   Z23, Z17, Z21
-	VPERMPS       Z4, Z18, Z18
-	VPERMPS       Z4, Z19, Z19
-	VFMADD213PS   Z18, Z16, Z20
-	VFMADD213PS   Z19, Z17, Z21
-	VMAXPS        Z14, Z3, Z14
-	VMAXPS        Z15, Z3, Z15
-	VADDPS        Z20, Z14, Z14
-	VADDPS        Z21, Z15, Z15
-	VMOVUPS.Z     (DI)(BX*4), K1, Z16
-	VMULPS        Z16, Z14, Z14
-	VMULPS        Z0, Z14, Z14
-	VMAXPS        Z1, Z14, Z14
-	VCVTPS2DQ     Z14, Z14
-	VPADDD        Z2, Z14, Z14
-	VPMOVUSDB     Z14, K1, (R8)(BX*1)
-	VMOVUPS.Z     64(DI)(BX*4), K2, Z14
-	VMULPS        Z14, Z15, Z15
-	VMULPS        Z0, Z15, Z14
-	VMAXPS        Z1, Z14, Z14
-	VCVTPS2DQ     Z14, Z14
-	VPADDD        Z2, Z14, Z14
-	VPMOVUSDB     Z14, K2, 16(R8)(BX*1)
-	ADDQ          AX, SI
-	ADDQ          CX, DI
-	ADDQ          DX, R8
-	INCQ          R9
-	CMPQ          R9, m+16(FP)
-	JL            epi_row_3019
-	ADDQ          $0x20, BX
-	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3018
-	JMP           epi_done_2809
-
-epi_flag_3014:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3020
+	JNZ          epi_flag_3021
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62712,7 +62848,7 @@ epi_flag_3014:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_3021:
+epi_strip_3022:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -62734,7 +62870,7 @@ epi_strip_3021:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3022:
+epi_row_3023:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -62798,13 +62934,13 @@ epi_row_3022:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3022
+	JL            epi_row_3023
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3021
-	JMP           epi_done_2809
+	JL            epi_strip_3022
+	JMP           epi_done_2810
 
-epi_flag_3020:
+epi_flag_3021:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -62830,7 +62966,7 @@ epi_flag_3020:
 	VMOVUPS      320(SI), Z9
 	XORQ         SI, SI
 
-epi_strip_3023:
+epi_strip_3024:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -62852,7 +62988,7 @@ epi_strip_3023:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3024:
+epi_row_3025:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z10, Z14, Z14
@@ -62916,21 +63052,21 @@ epi_row_3024:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3024
+	JL            epi_row_3025
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3023
-	JMP           epi_done_2809
+	JL            epi_strip_3024
+	JMP           epi_done_2810
 
-epi_flag_2953:
+epi_flag_2954:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3025
-	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_3026
-	TESTQ        $0x00000008, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_3027
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_3028
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3029
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -62952,7 +63088,7 @@ epi_flag_2953:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_3029:
+epi_strip_3030:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -62977,7 +63113,7 @@ epi_strip_3029:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3030:
+epi_row_3031:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
@@ -63024,13 +63160,13 @@ epi_row_3030:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3030
+	JL            epi_row_3031
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3029
-	JMP           epi_done_2809
+	JL            epi_strip_3030
+	JMP           epi_done_2810
 
-epi_flag_3028:
+epi_flag_3029:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -63052,7 +63188,7 @@ epi_flag_3028:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_3031:
+epi_strip_3032:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -63073,7 +63209,7 @@ epi_strip_3031:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3032:
+epi_row_3033:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
@@ -63127,15 +63263,15 @@ epi_row_3032:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3032
+	JL            epi_row_3033
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3031
-	JMP           epi_done_2809
+	JL            epi_strip_3032
+	JMP           epi_done_2810
 
-epi_flag_3027:
+epi_flag_3028:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3033
+	JNZ          epi_flag_3034
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63160,7 +63296,7 @@ epi_flag_3027:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_3034:
+epi_strip_3035:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -63185,7 +63321,7 @@ epi_strip_3034:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3035:
+epi_row_3036:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
@@ -63240,13 +63376,13 @@ epi_row_3035:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3035
+	JL            epi_row_3036
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3034
-	JMP           epi_done_2809
+	JL            epi_strip_3035
+	JMP           epi_done_2810
 
-epi_flag_3033:
+epi_flag_3034:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -63271,7 +63407,7 @@ epi_flag_3033:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_3036:
+epi_strip_3037:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -63292,7 +63428,7 @@ epi_strip_3036:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3037:
+epi_row_3038:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z15
@@ -63354,19 +63490,19 @@ epi_row_3037:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3037
+	JL            epi_row_3038
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3036
-	JMP           epi_done_2809
+	JL            epi_strip_3037
+	JMP           epi_done_2810
 
-epi_flag_3026:
+epi_flag_3027:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3038
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3039
-	TESTQ        $0x00000020, AX
+	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3040
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3041
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63390,7 +63526,7 @@ epi_flag_3026:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3041:
+epi_strip_3042:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -63416,7 +63552,7 @@ epi_strip_3041:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3042:
+epi_row_3043:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
@@ -63468,13 +63604,13 @@ epi_row_3042:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3042
+	JL            epi_row_3043
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3041
-	JMP           epi_done_2809
+	JL            epi_strip_3042
+	JMP           epi_done_2810
 
-epi_flag_3040:
+epi_flag_3041:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63498,7 +63634,7 @@ epi_flag_3040:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3043:
+epi_strip_3044:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -63524,7 +63660,7 @@ epi_strip_3043:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3044:
+epi_row_3045:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z9, Z12, Z12
@@ -63576,15 +63712,15 @@ epi_row_3044:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3044
+	JL            epi_row_3045
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3043
-	JMP           epi_done_2809
+	JL            epi_strip_3044
+	JMP           epi_done_2810
 
-epi_flag_3039:
+epi_flag_3040:
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_3045
+	JNZ     epi_flag_3046
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -63608,7 +63744,7 @@ epi_flag_3039:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_3046:
+epi_strip_3047:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -63630,7 +63766,7 @@ epi_strip_3046:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3047:
+epi_row_3048:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z12
@@ -63689,13 +63825,13 @@ epi_row_3047:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3047
+	JL            epi_row_3048
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3046
-	JMP           epi_done_2809
+	JL            epi_strip_3047
+	JMP           epi_done_2810
 
-epi_flag_3045:
+epi_flag_3046:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -63719,7 +63855,7 @@ epi_flag_3045:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_3048:
+epi_strip_3049:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -63741,7 +63877,7 @@ epi_strip_3048:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3049:
+epi_row_3050:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z13
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z12
@@ -63800,17 +63936,17 @@ epi_row_3049:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3049
+	JL            epi_row_3050
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3048
-	JMP           epi_done_2809
+	JL            epi_strip_3049
+	JMP           epi_done_2810
 
-epi_flag_3038:
+epi_flag_3039:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3050
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3051
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3052
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63837,7 +63973,7 @@ epi_flag_3038:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_3052:
+epi_strip_3053:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -63863,7 +63999,7 @@ epi_strip_3052:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3053:
+epi_row_3054:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
@@ -63923,13 +64059,13 @@ epi_row_3053:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3053
+	JL            epi_row_3054
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3052
-	JMP           epi_done_2809
+	JL            epi_strip_3053
+	JMP           epi_done_2810
 
-epi_flag_3051:
+epi_flag_3052:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -63956,7 +64092,7 @@ epi_flag_3051:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_3054:
+epi_strip_3055:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -63982,7 +64118,7 @@ epi_strip_3054:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3055:
+epi_row_3056:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z12, Z15, Z15
@@ -64042,15 +64178,15 @@ epi_row_3055:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3055
+	JL            epi_row_3056
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3054
-	JMP           epi_done_2809
+	JL            epi_strip_3055
+	JMP           epi_done_2810
 
-epi_flag_3050:
+epi_flag_3051:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3056
+	JNZ          epi_flag_3057
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64077,7 +64213,7 @@ epi_flag_3050:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_3057:
+epi_strip_3058:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -64099,7 +64235,7 @@ epi_strip_3057:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3058:
+epi_row_3059:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -64166,13 +64302,13 @@ epi_row_3058:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3058
+	JL            epi_row_3059
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3057
-	JMP           epi_done_2809
+	JL            epi_strip_3058
+	JMP           epi_done_2810
 
-epi_flag_3056:
+epi_flag_3057:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64199,7 +64335,7 @@ epi_flag_3056:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_3059:
+epi_strip_3060:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -64221,7 +64357,7 @@ epi_strip_3059:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3060:
+epi_row_3061:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -64288,19 +64424,19 @@ epi_row_3060:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3060
+	JL            epi_row_3061
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3059
-	JMP           epi_done_2809
+	JL            epi_strip_3060
+	JMP           epi_done_2810
 
-epi_flag_3025:
+epi_flag_3026:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3061
-	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_3062
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_3063
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3064
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64322,7 +64458,7 @@ epi_flag_3025:
 	VMOVUPS      320(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_3064:
+epi_strip_3065:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -64351,7 +64487,7 @@ epi_strip_3064:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3065:
+epi_row_3066:
 	VPADDD.Z      (BX)(DX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -64400,13 +64536,13 @@ epi_row_3065:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3065
+	JL            epi_row_3066
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3064
-	JMP           epi_done_2809
+	JL            epi_strip_3065
+	JMP           epi_done_2810
 
-epi_flag_3063:
+epi_flag_3064:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    outStride+112(FP), CX
@@ -64428,7 +64564,7 @@ epi_flag_3063:
 	VMOVUPS 320(SI), Z7
 	XORQ    SI, SI
 
-epi_strip_3066:
+epi_strip_3067:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -64453,7 +64589,7 @@ epi_strip_3066:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3067:
+epi_row_3068:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z14
@@ -64509,15 +64645,15 @@ epi_row_3067:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3067
+	JL            epi_row_3068
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3066
-	JMP           epi_done_2809
+	JL            epi_strip_3067
+	JMP           epi_done_2810
 
-epi_flag_3062:
+epi_flag_3063:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3068
+	JNZ          epi_flag_3069
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64542,7 +64678,7 @@ epi_flag_3062:
 	VMOVUPS      320(DX), Z10
 	XORQ         DX, DX
 
-epi_strip_3069:
+epi_strip_3070:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -64571,7 +64707,7 @@ epi_strip_3069:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3070:
+epi_row_3071:
 	VPADDD.Z      (BX)(DX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -64628,13 +64764,13 @@ epi_row_3070:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3070
+	JL            epi_row_3071
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3069
-	JMP           epi_done_2809
+	JL            epi_strip_3070
+	JMP           epi_done_2810
 
-epi_flag_3068:
+epi_flag_3069:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -64659,7 +64795,7 @@ epi_flag_3068:
 	VMOVUPS      320(SI), Z10
 	XORQ         SI, SI
 
-epi_strip_3071:
+epi_strip_3072:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -64684,7 +64820,7 @@ epi_strip_3071:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3072:
+epi_row_3073:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z17
@@ -64748,19 +64884,19 @@ epi_row_3072:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3072
+	JL            epi_row_3073
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3071
-	JMP           epi_done_2809
+	JL            epi_strip_3072
+	JMP           epi_done_2810
 
-epi_flag_3061:
+epi_flag_3062:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3073
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3074
-	TESTQ        $0x00000020, AX
+	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3075
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3076
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64784,7 +64920,7 @@ epi_flag_3061:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3076:
+epi_strip_3077:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -64814,7 +64950,7 @@ epi_strip_3076:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3077:
+epi_row_3078:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -64868,13 +65004,13 @@ epi_row_3077:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3077
+	JL            epi_row_3078
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3076
-	JMP           epi_done_2809
+	JL            epi_strip_3077
+	JMP           epi_done_2810
 
-epi_flag_3075:
+epi_flag_3076:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -64898,7 +65034,7 @@ epi_flag_3075:
 	VMOVUPS      320(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3078:
+epi_strip_3079:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -64928,7 +65064,7 @@ epi_strip_3078:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3079:
+epi_row_3080:
 	VPADDD.Z      (SI)(BX*4), Z8, K1, Z14
 	VCVTDQ2PS     Z14, Z14
 	VMULPS        Z9, Z14, Z14
@@ -64982,15 +65118,15 @@ epi_row_3079:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3079
+	JL            epi_row_3080
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3078
-	JMP           epi_done_2809
+	JL            epi_strip_3079
+	JMP           epi_done_2810
 
-epi_flag_3074:
+epi_flag_3075:
 	TESTQ   $0x00000020, AX
-	JNZ     epi_flag_3080
+	JNZ     epi_flag_3081
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -65014,7 +65150,7 @@ epi_flag_3074:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_3081:
+epi_strip_3082:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -65040,7 +65176,7 @@ epi_strip_3081:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3082:
+epi_row_3083:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z14
@@ -65101,13 +65237,13 @@ epi_row_3082:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3082
+	JL            epi_row_3083
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3081
-	JMP           epi_done_2809
+	JL            epi_strip_3082
+	JMP           epi_done_2810
 
-epi_flag_3080:
+epi_flag_3081:
 	MOVQ    ldc+8(FP), AX
 	SHLQ    $0x02, AX
 	MOVQ    resStride+88(FP), CX
@@ -65131,7 +65267,7 @@ epi_flag_3080:
 	VMOVUPS 320(DI), Z7
 	XORQ    DI, DI
 
-epi_strip_3083:
+epi_strip_3084:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -65157,7 +65293,7 @@ epi_strip_3083:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3084:
+epi_row_3085:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z8, Z0, Z15
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z14
@@ -65218,17 +65354,17 @@ epi_row_3084:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3084
+	JL            epi_row_3085
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3083
-	JMP           epi_done_2809
+	JL            epi_strip_3084
+	JMP           epi_done_2810
 
-epi_flag_3073:
+epi_flag_3074:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3085
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3086
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3087
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65255,7 +65391,7 @@ epi_flag_3073:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_3087:
+epi_strip_3088:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -65285,7 +65421,7 @@ epi_strip_3087:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3088:
+epi_row_3089:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -65347,13 +65483,13 @@ epi_row_3088:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3088
+	JL            epi_row_3089
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3087
-	JMP           epi_done_2809
+	JL            epi_strip_3088
+	JMP           epi_done_2810
 
-epi_flag_3086:
+epi_flag_3087:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65380,7 +65516,7 @@ epi_flag_3086:
 	VMOVUPS      320(BX), Z10
 	XORQ         BX, BX
 
-epi_strip_3089:
+epi_strip_3090:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -65410,7 +65546,7 @@ epi_strip_3089:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3090:
+epi_row_3091:
 	VPADDD.Z      (SI)(BX*4), Z11, K1, Z17
 	VCVTDQ2PS     Z17, Z17
 	VMULPS        Z12, Z17, Z17
@@ -65472,15 +65608,15 @@ epi_row_3090:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3090
+	JL            epi_row_3091
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3089
-	JMP           epi_done_2809
+	JL            epi_strip_3090
+	JMP           epi_done_2810
 
-epi_flag_3085:
+epi_flag_3086:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3091
+	JNZ          epi_flag_3092
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65507,7 +65643,7 @@ epi_flag_3085:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_3092:
+epi_strip_3093:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -65533,7 +65669,7 @@ epi_strip_3092:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3093:
+epi_row_3094:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z17
@@ -65602,13 +65738,13 @@ epi_row_3093:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3093
+	JL            epi_row_3094
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3092
-	JMP           epi_done_2809
+	JL            epi_strip_3093
+	JMP           epi_done_2810
 
-epi_flag_3091:
+epi_flag_3092:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65635,7 +65771,7 @@ epi_flag_3091:
 	VMOVUPS      320(DI), Z10
 	XORQ         DI, DI
 
-epi_strip_3094:
+epi_strip_3095:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -65661,7 +65797,7 @@ epi_strip_3094:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3095:
+epi_row_3096:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z11, Z0, Z18
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z17
@@ -65730,23 +65866,23 @@ epi_row_3095:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3095
+	JL            epi_row_3096
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3094
-	JMP           epi_done_2809
+	JL            epi_strip_3095
+	JMP           epi_done_2810
 
 epi_gelu_u8_2806:
 	TESTQ        $0x00000008, AX
-	JZ           epi_none_2808
+	JZ           epi_none_2809
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_3096
-	TESTQ        $0x00000002, AX
 	JNZ          epi_flag_3097
-	TESTQ        $0x00000004, AX
+	TESTQ        $0x00000002, AX
 	JNZ          epi_flag_3098
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_3099
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3100
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -65767,7 +65903,7 @@ epi_gelu_u8_2806:
 	VMOVUPS      192(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_3100:
+epi_strip_3101:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -65784,7 +65920,7 @@ epi_strip_3100:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3101:
+epi_row_3102:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -65831,13 +65967,13 @@ epi_row_3101:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3101
+	JL            epi_row_3102
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3100
-	JMP           epi_done_2809
+	JL            epi_strip_3101
+	JMP           epi_done_2810
 
-epi_flag_3099:
+epi_flag_3100:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -65859,7 +65995,7 @@ epi_flag_3099:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3102:
+epi_strip_3103:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -65876,7 +66012,7 @@ epi_strip_3102:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3103:
+epi_row_3104:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -65925,17 +66061,17 @@ epi_row_3103:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_3103
+	JL            epi_row_3104
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3102
-	JMP           epi_done_2809
+	JL            epi_strip_3103
+	JMP           epi_done_2810
 
-epi_flag_3098:
+epi_flag_3099:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3104
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3105
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3106
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -65958,7 +66094,7 @@ epi_flag_3098:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3106:
+epi_strip_3107:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -65976,7 +66112,7 @@ epi_strip_3106:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3107:
+epi_row_3108:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -66028,114 +66164,114 @@ epi_row_3107:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3107
+	JL            epi_row_3108
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3106
-	JMP           epi_done_2809
+	JL            epi_strip_3107
+	JMP           epi_done_2810
+
+epi_flag_3106:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1024(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3109:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3110:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
+	VCVTDQ2PS     Z10, Z10
+	VMULPS        Z8, Z10, Z10
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z11
+	VCVTDQ2PS     Z11, Z11
+	VMULPS        Z9, Z11, Z11
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
+	VCVTPS2DQ     Z12, Z14
+	VCVTPS2DQ     Z13, Z15
+	VREDUCEPS     $0x00, Z12, Z12
+	VREDUCEPS     $0x00, Z13, Z13
+	VPERMPS       Z7, Z14, Z16
+	VPERMPS       Z7, Z15, Z17
+	VPERMPS       Z6, Z14, Z18
+	VPERMPS       Z6, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z5, Z14, Z18
+	VPERMPS       Z5, Z15, Z19
+	VFMADD213PS   Z18, Z12, Z16
+	VFMADD213PS   Z19, Z13, Z17
+	VPERMPS       Z4, Z14, Z14
+	VPERMPS       Z4, Z15, Z15
+	VFMADD213PS   Z14, Z12, Z16
+	VFMADD213PS   Z15, Z13, Z17
+	VMAXPS        Z10, Z3, Z10
+	VMAXPS        Z11, Z3, Z11
+	VADDPS        Z16, Z10, Z10
+	VADDPS        Z17, Z11, Z11
+	VMOVUPS.Z     (DI)(BX*4), K1, Z12
+	VMULPS        Z12, Z10, Z10
+	VMULPS        Z0, Z10, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z10
+	VMULPS        Z10, Z11, Z11
+	VMULPS        Z0, Z11, Z10
+	VMAXPS        Z1, Z10, Z10
+	VCVTPS2DQ     Z10, Z10
+	VPADDD        Z2, Z10, Z10
+	VPMOVUSDB     Z10, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3110
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3109
+	JMP           epi_done_2810
 
 epi_flag_3105:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueGelu<>+768(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1024(SB), DI
-	CMPQ         SI, $0x00000005
-	CMOVQEQ      DI, BX
-	VMOVUPS      (BX), Z4
-	VMOVUPS      64(BX), Z5
-	VMOVUPS      128(BX), Z6
-	VMOVUPS      192(BX), Z7
-	XORQ         BX, BX
-
-epi_strip_3108:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000020, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z8
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z9
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_3109:
-	VMOVDQU32.Z   (SI)(BX*4), K1, Z10
-	VCVTDQ2PS     Z10, Z10
-	VMULPS        Z8, Z10, Z10
-	VMOVDQU32.Z   64(SI)(BX*4), K2, Z11
-	VCVTDQ2PS     Z11, Z11
-	VMULPS        Z9, Z11, Z11
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z10, Z12
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z11, Z13
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z12, Z12
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z13, Z13
-	VCVTPS2DQ     Z12, Z14
-	VCVTPS2DQ     Z13, Z15
-	VREDUCEPS     $0x00, Z12, Z12
-	VREDUCEPS     $0x00, Z13, Z13
-	VPERMPS       Z7, Z14, Z16
-	VPERMPS       Z7, Z15, Z17
-	VPERMPS       Z6, Z14, Z18
-	VPERMPS       Z6, Z15, Z19
-	VFMADD213PS   Z18, Z12, Z16
-	VFMADD213PS   Z19, Z13, Z17
-	VPERMPS       Z5, Z14, Z18
-	VPERMPS       Z5, Z15, Z19
-	VFMADD213PS   Z18, Z12, Z16
-	VFMADD213PS   Z19, Z13, Z17
-	VPERMPS       Z4, Z14, Z14
-	VPERMPS       Z4, Z15, Z15
-	VFMADD213PS   Z14, Z12, Z16
-	VFMADD213PS   Z15, Z13, Z17
-	VMAXPS        Z10, Z3, Z10
-	VMAXPS        Z11, Z3, Z11
-	VADDPS        Z16, Z10, Z10
-	VADDPS        Z17, Z11, Z11
-	VMOVUPS.Z     (DI)(BX*4), K1, Z12
-	VMULPS        Z12, Z10, Z10
-	VMULPS        Z0, Z10, Z10
-	VMAXPS        Z1, Z10, Z10
-	VCVTPS2DQ     Z10, Z10
-	VPADDD        Z2, Z10, Z10
-	VPMOVUSDB     Z10, K1, (R8)(BX*1)
-	VMOVUPS.Z     64(DI)(BX*4), K2, Z10
-	VMULPS        Z10, Z11, Z11
-	VMULPS        Z0, Z11, Z10
-	VMAXPS        Z1, Z10, Z10
-	VCVTPS2DQ     Z10, Z10
-	VPADDD        Z2, Z10, Z10
-	VPMOVUSDB     Z10, K2, 16(R8)(BX*1)
-	ADDQ          AX, SI
-	ADDQ          CX, DI
-	ADDQ          DX, R8
-	INCQ          R9
-	CMPQ          R9, m+16(FP)
-	JL            epi_row_3109
-	ADDQ          $0x20, BX
-	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3108
-	JMP           epi_done_2809
-
-epi_flag_3104:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3110
+	JNZ          epi_flag_3111
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66159,7 +66295,7 @@ epi_flag_3104:
 	VMOVUPS      192(SI), Z7
 	XORQ         SI, SI
 
-epi_strip_3111:
+epi_strip_3112:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -66177,7 +66313,7 @@ epi_strip_3111:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3112:
+epi_row_3113:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -66231,13 +66367,13 @@ epi_row_3112:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3112
+	JL            epi_row_3113
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3111
-	JMP           epi_done_2809
+	JL            epi_strip_3112
+	JMP           epi_done_2810
 
-epi_flag_3110:
+epi_flag_3111:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66261,7 +66397,7 @@ epi_flag_3110:
 	VMOVUPS      192(SI), Z7
 	XORQ         SI, SI
 
-epi_strip_3113:
+epi_strip_3114:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -66279,7 +66415,7 @@ epi_strip_3113:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3114:
+epi_row_3115:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z10
 	VCVTDQ2PS     Z10, Z10
 	VMULPS        Z8, Z10, Z10
@@ -66333,17 +66469,17 @@ epi_row_3114:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3114
+	JL            epi_row_3115
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3113
-	JMP           epi_done_2809
+	JL            epi_strip_3114
+	JMP           epi_done_2810
 
-epi_flag_3097:
+epi_flag_3098:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3115
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3116
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3117
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -66364,7 +66500,7 @@ epi_flag_3097:
 	VMOVUPS      192(DX), Z7
 	XORQ         DX, DX
 
-epi_strip_3117:
+epi_strip_3118:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -66385,7 +66521,7 @@ epi_strip_3117:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3118:
+epi_row_3119:
 	VMOVDQU32.Z   (BX)(DX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -66434,13 +66570,13 @@ epi_row_3118:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3118
+	JL            epi_row_3119
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3117
-	JMP           epi_done_2809
+	JL            epi_strip_3118
+	JMP           epi_done_2810
 
-epi_flag_3116:
+epi_flag_3117:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -66462,7 +66598,7 @@ epi_flag_3116:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3119:
+epi_strip_3120:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -66483,7 +66619,7 @@ epi_strip_3119:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3120:
+epi_row_3121:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -66534,17 +66670,17 @@ epi_row_3120:
 	ADDQ          CX, DI
 	INCQ          R8
 	CMPQ          R8, m+16(FP)
-	JL            epi_row_3120
+	JL            epi_row_3121
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3119
-	JMP           epi_done_2809
+	JL            epi_strip_3120
+	JMP           epi_done_2810
 
-epi_flag_3115:
+epi_flag_3116:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3121
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3122
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3123
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66567,7 +66703,7 @@ epi_flag_3115:
 	VMOVUPS      192(BX), Z7
 	XORQ         BX, BX
 
-epi_strip_3123:
+epi_strip_3124:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -66589,7 +66725,7 @@ epi_strip_3123:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3124:
+epi_row_3125:
 	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -66643,120 +66779,120 @@ epi_row_3124:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3124
+	JL            epi_row_3125
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3123
-	JMP           epi_done_2809
+	JL            epi_strip_3124
+	JMP           epi_done_2810
+
+epi_flag_3123:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	LEAQ         epilogueGelu<>+768(SB), BX
+	MOVQ         flags+136(FP), SI
+	SHRQ         $0x08, SI
+	LEAQ         epilogueGelu<>+1024(SB), DI
+	CMPQ         SI, $0x00000005
+	CMOVQEQ      DI, BX
+	VMOVUPS      (BX), Z4
+	VMOVUPS      64(BX), Z5
+	VMOVUPS      128(BX), Z6
+	VMOVUPS      192(BX), Z7
+	XORQ         BX, BX
+
+epi_strip_3126:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3127:
+	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
+	VCVTDQ2PS     Z12, Z12
+	VMULPS        Z8, Z12, Z12
+	VADDPS        Z9, Z12, Z12
+	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS     Z13, Z13
+	VMULPS        Z10, Z13, Z13
+	VADDPS        Z11, Z13, Z13
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
+	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
+	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
+	VCVTPS2DQ     Z14, Z16
+	VCVTPS2DQ     Z15, Z17
+	VREDUCEPS     $0x00, Z14, Z14
+	VREDUCEPS     $0x00, Z15, Z15
+	VPERMPS       Z7, Z16, Z18
+	VPERMPS       Z7, Z17, Z19
+	VPERMPS       Z6, Z16, Z20
+	VPERMPS       Z6, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z5, Z16, Z20
+	VPERMPS       Z5, Z17, Z21
+	VFMADD213PS   Z20, Z14, Z18
+	VFMADD213PS   Z21, Z15, Z19
+	VPERMPS       Z4, Z16, Z16
+	VPERMPS       Z4, Z17, Z17
+	VFMADD213PS   Z16, Z14, Z18
+	VFMADD213PS   Z17, Z15, Z19
+	VMAXPS        Z12, Z3, Z12
+	VMAXPS        Z13, Z3, Z13
+	VADDPS        Z18, Z12, Z12
+	VADDPS        Z19, Z13, Z13
+	VMOVUPS.Z     (DI)(BX*4), K1, Z14
+	VMULPS        Z14, Z12, Z12
+	VMULPS        Z0, Z12, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
+	VMULPS        Z12, Z13, Z13
+	VMULPS        Z0, Z13, Z12
+	VMAXPS        Z1, Z12, Z12
+	VCVTPS2DQ     Z12, Z12
+	VPADDD        Z2, Z12, Z12
+	VPMOVUSDB     Z12, K2, 16(R8)(BX*1)
+	ADDQ          AX, SI
+	ADDQ          CX, DI
+	ADDQ          DX, R8
+	INCQ          R9
+	CMPQ          R9, m+16(FP)
+	JL            epi_row_3127
+	ADDQ          $0x20, BX
+	CMPQ          BX, n+24(FP)
+	JL            epi_strip_3126
+	JMP           epi_done_2810
 
 epi_flag_3122:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	VPXORD       Z3, Z3, Z3
-	LEAQ         epilogueGelu<>+768(SB), BX
-	MOVQ         flags+136(FP), SI
-	SHRQ         $0x08, SI
-	LEAQ         epilogueGelu<>+1024(SB), DI
-	CMPQ         SI, $0x00000005
-	CMOVQEQ      DI, BX
-	VMOVUPS      (BX), Z4
-	VMOVUPS      64(BX), Z5
-	VMOVUPS      128(BX), Z6
-	VMOVUPS      192(BX), Z7
-	XORQ         BX, BX
-
-epi_strip_3125:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000020, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z8
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z9
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z10
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z11
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_3126:
-	VMOVDQU32.Z   (SI)(BX*4), K1, Z12
-	VCVTDQ2PS     Z12, Z12
-	VMULPS        Z8, Z12, Z12
-	VADDPS        Z9, Z12, Z12
-	VMOVDQU32.Z   64(SI)(BX*4), K2, Z13
-	VCVTDQ2PS     Z13, Z13
-	VMULPS        Z10, Z13, Z13
-	VADDPS        Z11, Z13, Z13
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z12, Z14
-	VRANGEPS.BCST $0x0a, epilogueGelu<>+1292(SB), Z13, Z15
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z14, Z14
-	VMULPS.BCST   epilogueGelu<>+1284(SB), Z15, Z15
-	VCVTPS2DQ     Z14, Z16
-	VCVTPS2DQ     Z15, Z17
-	VREDUCEPS     $0x00, Z14, Z14
-	VREDUCEPS     $0x00, Z15, Z15
-	VPERMPS       Z7, Z16, Z18
-	VPERMPS       Z7, Z17, Z19
-	VPERMPS       Z6, Z16, Z20
-	VPERMPS       Z6, Z17, Z21
-	VFMADD213PS   Z20, Z14, Z18
-	VFMADD213PS   Z21, Z15, Z19
-	VPERMPS       Z5, Z16, Z20
-	VPERMPS       Z5, Z17, Z21
-	VFMADD213PS   Z20, Z14, Z18
-	VFMADD213PS   Z21, Z15, Z19
-	VPERMPS       Z4, Z16, Z16
-	VPERMPS       Z4, Z17, Z17
-	VFMADD213PS   Z16, Z14, Z18
-	VFMADD213PS   Z17, Z15, Z19
-	VMAXPS        Z12, Z3, Z12
-	VMAXPS        Z13, Z3, Z13
-	VADDPS        Z18, Z12, Z12
-	VADDPS        Z19, Z13, Z13
-	VMOVUPS.Z     (DI)(BX*4), K1, Z14
-	VMULPS        Z14, Z12, Z12
-	VMULPS        Z0, Z12, Z12
-	VMAXPS        Z1, Z12, Z12
-	VCVTPS2DQ     Z12, Z12
-	VPADDD        Z2, Z12, Z12
-	VPMOVUSDB     Z12, K1, (R8)(BX*1)
-	VMOVUPS.Z     64(DI)(BX*4), K2, Z12
-	VMULPS        Z12, Z13, Z13
-	VMULPS        Z0, Z13, Z12
-	VMAXPS        Z1, Z12, Z12
-	VCVTPS2DQ     Z12, Z12
-	VPADDD        Z2, Z12, Z12
-	VPMOVUSDB     Z12, K2, 16(R8)(BX*1)
-	ADDQ          AX, SI
-	ADDQ          CX, DI
-	ADDQ          DX, R8
-	INCQ          R9
-	CMPQ          R9, m+16(FP)
-	JL            epi_row_3126
-	ADDQ          $0x20, BX
-	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3125
-	JMP           epi_done_2809
-
-epi_flag_3121:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3127
+	JNZ          epi_flag_3128
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66780,7 +66916,7 @@ epi_flag_3121:
 	VMOVUPS      192(SI), Z7
 	XORQ         SI, SI
 
-epi_strip_3128:
+epi_strip_3129:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -66802,7 +66938,7 @@ epi_strip_3128:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3129:
+epi_row_3130:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -66858,13 +66994,13 @@ epi_row_3129:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3129
+	JL            epi_row_3130
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3128
-	JMP           epi_done_2809
+	JL            epi_strip_3129
+	JMP           epi_done_2810
 
-epi_flag_3127:
+epi_flag_3128:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -66888,7 +67024,7 @@ epi_flag_3127:
 	VMOVUPS      192(SI), Z7
 	XORQ         SI, SI
 
-epi_strip_3130:
+epi_strip_3131:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -66910,7 +67046,7 @@ epi_strip_3130:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3131:
+epi_row_3132:
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z12
 	VCVTDQ2PS     Z12, Z12
 	VMULPS        Z8, Z12, Z12
@@ -66966,19 +67102,19 @@ epi_row_3131:
 	ADDQ          DX, R9
 	INCQ          R10
 	CMPQ          R10, m+16(FP)
-	JL            epi_row_3131
+	JL            epi_row_3132
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3130
-	JMP           epi_done_2809
+	JL            epi_strip_3131
+	JMP           epi_done_2810
 
-epi_flag_3096:
+epi_flag_3097:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3132
-	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_3133
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_3134
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3135
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -67001,7 +67137,7 @@ epi_flag_3096:
 	VMOVUPS      192(DX), Z8
 	XORQ         DX, DX
 
-epi_strip_3135:
+epi_strip_3136:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -67026,7 +67162,7 @@ epi_strip_3135:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3136:
+epi_row_3137:
 	VPADDD.Z      (BX)(DX*4), Z9, K1, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z10, Z13, Z13
@@ -67073,13 +67209,13 @@ epi_row_3136:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3136
+	JL            epi_row_3137
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3135
-	JMP           epi_done_2809
+	JL            epi_strip_3136
+	JMP           epi_done_2810
 
-epi_flag_3134:
+epi_flag_3135:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -67102,7 +67238,7 @@ epi_flag_3134:
 	VMOVUPS      192(SI), Z8
 	XORQ         SI, SI
 
-epi_strip_3137:
+epi_strip_3138:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -67123,7 +67259,7 @@ epi_strip_3137:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3138:
+epi_row_3139:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z9, Z0, Z14
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z13
@@ -67177,17 +67313,17 @@ epi_row_3138:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3138
+	JL            epi_row_3139
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3137
-	JMP           epi_done_2809
+	JL            epi_strip_3138
+	JMP           epi_done_2810
 
-epi_flag_3133:
+epi_flag_3134:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3139
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3140
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3141
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67212,7 +67348,7 @@ epi_flag_3133:
 	VMOVUPS      192(BX), Z8
 	XORQ         BX, BX
 
-epi_strip_3141:
+epi_strip_3142:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -67238,7 +67374,7 @@ epi_strip_3141:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3142:
+epi_row_3143:
 	VPADDD.Z      (SI)(BX*4), Z9, K1, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z10, Z13, Z13
@@ -67290,13 +67426,13 @@ epi_row_3142:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3142
+	JL            epi_row_3143
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3141
-	JMP           epi_done_2809
+	JL            epi_strip_3142
+	JMP           epi_done_2810
 
-epi_flag_3140:
+epi_flag_3141:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67321,7 +67457,7 @@ epi_flag_3140:
 	VMOVUPS      192(BX), Z8
 	XORQ         BX, BX
 
-epi_strip_3143:
+epi_strip_3144:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -67347,7 +67483,7 @@ epi_strip_3143:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3144:
+epi_row_3145:
 	VPADDD.Z      (SI)(BX*4), Z9, K1, Z13
 	VCVTDQ2PS     Z13, Z13
 	VMULPS        Z10, Z13, Z13
@@ -67399,15 +67535,15 @@ epi_row_3144:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3144
+	JL            epi_row_3145
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3143
-	JMP           epi_done_2809
+	JL            epi_strip_3144
+	JMP           epi_done_2810
 
-epi_flag_3139:
+epi_flag_3140:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3145
+	JNZ          epi_flag_3146
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67432,7 +67568,7 @@ epi_flag_3139:
 	VMOVUPS      192(DI), Z8
 	XORQ         DI, DI
 
-epi_strip_3146:
+epi_strip_3147:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -67454,7 +67590,7 @@ epi_strip_3146:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3147:
+epi_row_3148:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z9, Z0, Z14
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z13
@@ -67513,13 +67649,13 @@ epi_row_3147:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3147
+	JL            epi_row_3148
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3146
-	JMP           epi_done_2809
+	JL            epi_strip_3147
+	JMP           epi_done_2810
 
-epi_flag_3145:
+epi_flag_3146:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67544,7 +67680,7 @@ epi_flag_3145:
 	VMOVUPS      192(DI), Z8
 	XORQ         DI, DI
 
-epi_strip_3148:
+epi_strip_3149:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -67566,7 +67702,7 @@ epi_strip_3148:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3149:
+epi_row_3150:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z9, Z0, Z14
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z13
@@ -67625,17 +67761,17 @@ epi_row_3149:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3149
+	JL            epi_row_3150
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3148
-	JMP           epi_done_2809
+	JL            epi_strip_3149
+	JMP           epi_done_2810
 
-epi_flag_3132:
+epi_flag_3133:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3150
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3151
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3152
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -67658,7 +67794,7 @@ epi_flag_3132:
 	VMOVUPS      192(DX), Z8
 	XORQ         DX, DX
 
-epi_strip_3152:
+epi_strip_3153:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -67687,7 +67823,7 @@ epi_strip_3152:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3153:
+epi_row_3154:
 	VPADDD.Z      (BX)(DX*4), Z9, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z10, Z15, Z15
@@ -67736,13 +67872,13 @@ epi_row_3153:
 	ADDQ          CX, SI
 	INCQ          DI
 	CMPQ          DI, m+16(FP)
-	JL            epi_row_3153
+	JL            epi_row_3154
 	ADDQ          $0x20, DX
 	CMPQ          DX, n+24(FP)
-	JL            epi_strip_3152
-	JMP           epi_done_2809
+	JL            epi_strip_3153
+	JMP           epi_done_2810
 
-epi_flag_3151:
+epi_flag_3152:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -67765,7 +67901,7 @@ epi_flag_3151:
 	VMOVUPS      192(SI), Z8
 	XORQ         SI, SI
 
-epi_strip_3154:
+epi_strip_3155:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -67790,7 +67926,7 @@ epi_strip_3154:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3155:
+epi_row_3156:
 	VPBROADCASTD  (BX)(R9*4), Z0
 	VPMULLD       Z9, Z0, Z16
 	VMOVDQU32.Z   (DI)(SI*4), K1, Z15
@@ -67846,17 +67982,17 @@ epi_row_3155:
 	ADDQ          CX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3155
+	JL            epi_row_3156
 	ADDQ          $0x20, SI
 	CMPQ          SI, n+24(FP)
-	JL            epi_strip_3154
-	JMP           epi_done_2809
+	JL            epi_strip_3155
+	JMP           epi_done_2810
 
-epi_flag_3150:
+epi_flag_3151:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3156
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3157
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3158
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67881,7 +68017,7 @@ epi_flag_3150:
 	VMOVUPS      192(BX), Z8
 	XORQ         BX, BX
 
-epi_strip_3158:
+epi_strip_3159:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -67911,7 +68047,7 @@ epi_strip_3158:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3159:
+epi_row_3160:
 	VPADDD.Z      (SI)(BX*4), Z9, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z10, Z15, Z15
@@ -67965,13 +68101,13 @@ epi_row_3159:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3159
+	JL            epi_row_3160
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3158
-	JMP           epi_done_2809
+	JL            epi_strip_3159
+	JMP           epi_done_2810
 
-epi_flag_3157:
+epi_flag_3158:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -67996,7 +68132,7 @@ epi_flag_3157:
 	VMOVUPS      192(BX), Z8
 	XORQ         BX, BX
 
-epi_strip_3160:
+epi_strip_3161:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -68026,7 +68162,7 @@ epi_strip_3160:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3161:
+epi_row_3162:
 	VPADDD.Z      (SI)(BX*4), Z9, K1, Z15
 	VCVTDQ2PS     Z15, Z15
 	VMULPS        Z10, Z15, Z15
@@ -68080,15 +68216,15 @@ epi_row_3161:
 	ADDQ          DX, R8
 	INCQ          R9
 	CMPQ          R9, m+16(FP)
-	JL            epi_row_3161
+	JL            epi_row_3162
 	ADDQ          $0x20, BX
 	CMPQ          BX, n+24(FP)
-	JL            epi_strip_3160
-	JMP           epi_done_2809
+	JL            epi_strip_3161
+	JMP           epi_done_2810
 
-epi_flag_3156:
+epi_flag_3157:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3162
+	JNZ          epi_flag_3163
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -68113,7 +68249,7 @@ epi_flag_3156:
 	VMOVUPS      192(DI), Z8
 	XORQ         DI, DI
 
-epi_strip_3163:
+epi_strip_3164:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -68139,7 +68275,7 @@ epi_strip_3163:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3164:
+epi_row_3165:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z9, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -68200,13 +68336,13 @@ epi_row_3164:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3164
+	JL            epi_row_3165
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3163
-	JMP           epi_done_2809
+	JL            epi_strip_3164
+	JMP           epi_done_2810
 
-epi_flag_3162:
+epi_flag_3163:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -68231,7 +68367,7 @@ epi_flag_3162:
 	VMOVUPS      192(DI), Z8
 	XORQ         DI, DI
 
-epi_strip_3165:
+epi_strip_3166:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -68257,7 +68393,7 @@ epi_strip_3165:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3166:
+epi_row_3167:
 	VPBROADCASTD  (SI)(R11*4), Z0
 	VPMULLD       Z9, Z0, Z16
 	VMOVDQU32.Z   (R8)(DI*4), K1, Z15
@@ -68318,23 +68454,23 @@ epi_row_3166:
 	ADDQ          DX, R10
 	INCQ          R11
 	CMPQ          R11, m+16(FP)
-	JL            epi_row_3166
+	JL            epi_row_3167
 	ADDQ          $0x20, DI
 	CMPQ          DI, n+24(FP)
-	JL            epi_strip_3165
-	JMP           epi_done_2809
+	JL            epi_strip_3166
+	JMP           epi_done_2810
 
 epi_relu_2807:
 	TESTQ  $0x00000001, AX
-	JNZ    epi_flag_3167
-	TESTQ  $0x00000002, AX
 	JNZ    epi_flag_3168
-	TESTQ  $0x00000004, AX
+	TESTQ  $0x00000002, AX
 	JNZ    epi_flag_3169
-	TESTQ  $0x00000008, AX
+	TESTQ  $0x00000004, AX
 	JNZ    epi_flag_3170
-	TESTQ  $0x00000010, AX
+	TESTQ  $0x00000008, AX
 	JNZ    epi_flag_3171
+	TESTQ  $0x00000010, AX
+	JNZ    epi_flag_3172
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -68342,7 +68478,7 @@ epi_relu_2807:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_3172:
+epi_strip_3173:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -68365,7 +68501,7 @@ epi_strip_3172:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_3173:
+epi_row_3174:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -68394,13 +68530,13 @@ epi_row_3173:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3173
+	JL          epi_row_3174
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3172
-	JMP         epi_done_2809
+	JL          epi_strip_3173
+	JMP         epi_done_2810
 
-epi_flag_3171:
+epi_flag_3172:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -68409,7 +68545,7 @@ epi_flag_3171:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3174:
+epi_strip_3175:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -68432,7 +68568,7 @@ epi_strip_3174:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_3175:
+epi_row_3176:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -68465,15 +68601,15 @@ epi_row_3175:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3175
+	JL          epi_row_3176
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3174
-	JMP         epi_done_2809
+	JL          epi_strip_3175
+	JMP         epi_done_2810
 
-epi_flag_3170:
+epi_flag_3171:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3176
+	JNZ          epi_flag_3177
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -68484,7 +68620,7 @@ epi_flag_3170:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_3177:
+epi_strip_3178:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -68507,7 +68643,7 @@ epi_strip_3177:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3178:
+epi_row_3179:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -68552,13 +68688,13 @@ epi_row_3178:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3178
+	JL          epi_row_3179
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3177
-	JMP         epi_done_2809
+	JL          epi_strip_3178
+	JMP         epi_done_2810
 
-epi_flag_3176:
+epi_flag_3177:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -68570,7 +68706,7 @@ epi_flag_3176:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3179:
+epi_strip_3180:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -68593,7 +68729,7 @@ epi_strip_3179:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3180:
+epi_row_3181:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -68642,19 +68778,19 @@ epi_row_3180:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3180
+	JL          epi_row_3181
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3179
-	JMP         epi_done_2809
+	JL          epi_strip_3180
+	JMP         epi_done_2810
 
-epi_flag_3169:
+epi_flag_3170:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3181
-	TESTQ  $0x00000010, AX
 	JNZ    epi_flag_3182
-	TESTQ  $0x00000020, AX
+	TESTQ  $0x00000010, AX
 	JNZ    epi_flag_3183
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3184
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -68664,7 +68800,7 @@ epi_flag_3169:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3184:
+epi_strip_3185:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -68688,7 +68824,7 @@ epi_strip_3184:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_3185:
+epi_row_3186:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -68726,93 +68862,93 @@ epi_row_3185:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3185
+	JL          epi_row_3186
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3184
-	JMP         epi_done_2809
+	JL          epi_strip_3185
+	JMP         epi_done_2810
+
+epi_flag_3184:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_3187:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3188:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z1, Z5, Z5
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z3, Z7, Z7
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VCMPPS      $0x16, Z0, Z5, K5
+	VMOVAPS.Z   Z5, K5, Z5
+	VCMPPS      $0x16, Z0, Z6, K5
+	VMOVAPS.Z   Z6, K5, Z6
+	VCMPPS      $0x16, Z0, Z7, K5
+	VMOVAPS.Z   Z7, K5, Z7
+	VCMPPS      $0x16, Z0, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VMULPS      Z9, Z5, Z5
+	VMOVUPS     Z5, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z5
+	VMULPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z5
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     Z7, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z5
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     Z8, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3188
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3187
+	JMP         epi_done_2810
 
 epi_flag_3183:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   resStride+88(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   outStride+112(FP), DX
-	SHLQ   $0x02, DX
-	VPXORD Z0, Z0, Z0
-	XORQ   BX, BX
-
-epi_strip_3186:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z3
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z4
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outF32+96(FP), R8
-	XORQ      R9, R9
-
-epi_row_3187:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z5
-	VCVTDQ2PS   Z5, Z5
-	VMULPS      Z1, Z5, Z5
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
-	VCVTDQ2PS   Z6, Z6
-	VMULPS      Z2, Z6, Z6
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z7
-	VCVTDQ2PS   Z7, Z7
-	VMULPS      Z3, Z7, Z7
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z4, Z8, Z8
-	VCMPPS      $0x16, Z0, Z5, K5
-	VMOVAPS.Z   Z5, K5, Z5
-	VCMPPS      $0x16, Z0, Z6, K5
-	VMOVAPS.Z   Z6, K5, Z6
-	VCMPPS      $0x16, Z0, Z7, K5
-	VMOVAPS.Z   Z7, K5, Z7
-	VCMPPS      $0x16, Z0, Z8, K5
-	VMOVAPS.Z   Z8, K5, Z8
-	VMOVUPS.Z   (DI)(BX*4), K1, Z9
-	VMULPS      Z9, Z5, Z5
-	VMOVUPS     Z5, K1, (R8)(BX*4)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z5
-	VMULPS      Z5, Z6, Z6
-	VMOVUPS     Z6, K2, 64(R8)(BX*4)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z5
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     Z7, K3, 128(R8)(BX*4)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z5
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     Z8, K4, 192(R8)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_3187
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3186
-	JMP         epi_done_2809
-
-epi_flag_3182:
 	TESTQ  $0x00000020, AX
-	JNZ    epi_flag_3188
+	JNZ    epi_flag_3189
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -68823,7 +68959,7 @@ epi_flag_3182:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3189:
+epi_strip_3190:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -68847,7 +68983,7 @@ epi_strip_3189:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3190:
+epi_row_3191:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -68889,13 +69025,13 @@ epi_row_3190:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3190
+	JL          epi_row_3191
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3189
-	JMP         epi_done_2809
+	JL          epi_strip_3190
+	JMP         epi_done_2810
 
-epi_flag_3188:
+epi_flag_3189:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -68906,7 +69042,7 @@ epi_flag_3188:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3191:
+epi_strip_3192:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -68930,7 +69066,7 @@ epi_strip_3191:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3192:
+epi_row_3193:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z5
 	VCVTDQ2PS   Z5, Z5
 	VMULPS      Z1, Z5, Z5
@@ -68972,17 +69108,17 @@ epi_row_3192:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3192
+	JL          epi_row_3193
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3191
-	JMP         epi_done_2809
+	JL          epi_strip_3192
+	JMP         epi_done_2810
 
-epi_flag_3181:
+epi_flag_3182:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3193
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3194
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3195
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -68995,7 +69131,7 @@ epi_flag_3181:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3195:
+epi_strip_3196:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -69019,7 +69155,7 @@ epi_strip_3195:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3196:
+epi_row_3197:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -69073,112 +69209,112 @@ epi_row_3196:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3196
+	JL          epi_row_3197
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3195
-	JMP         epi_done_2809
+	JL          epi_strip_3196
+	JMP         epi_done_2810
+
+epi_flag_3195:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         BX, BX
+
+epi_strip_3198:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3199:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z4, Z8, Z8
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VCMPPS      $0x16, Z3, Z8, K5
+	VMOVAPS.Z   Z8, K5, Z8
+	VCMPPS      $0x16, Z3, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z3, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z3, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VMULPS      Z12, Z8, Z8
+	VMULPS      Z0, Z8, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
+	VMULPS      Z8, Z9, Z9
+	VMULPS      Z0, Z9, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
+	VMULPS      Z8, Z10, Z10
+	VMULPS      Z0, Z10, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
+	VMULPS      Z8, Z11, Z11
+	VMULPS      Z0, Z11, Z8
+	VMAXPS      Z1, Z8, Z8
+	VCVTPS2DQ   Z8, Z8
+	VPADDD      Z2, Z8, Z8
+	VPMOVUSDB   Z8, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3199
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3198
+	JMP         epi_done_2810
 
 epi_flag_3194:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	VPXORD       Z3, Z3, Z3
-	XORQ         BX, BX
-
-epi_strip_3197:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_3198:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z8
-	VCVTDQ2PS   Z8, Z8
-	VMULPS      Z4, Z8, Z8
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z7, Z11, Z11
-	VCMPPS      $0x16, Z3, Z8, K5
-	VMOVAPS.Z   Z8, K5, Z8
-	VCMPPS      $0x16, Z3, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z3, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z3, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VMOVUPS.Z   (DI)(BX*4), K1, Z12
-	VMULPS      Z12, Z8, Z8
-	VMULPS      Z0, Z8, Z8
-	VMAXPS      Z1, Z8, Z8
-	VCVTPS2DQ   Z8, Z8
-	VPADDD      Z2, Z8, Z8
-	VPMOVUSDB   Z8, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z8
-	VMULPS      Z8, Z9, Z9
-	VMULPS      Z0, Z9, Z8
-	VMAXPS      Z1, Z8, Z8
-	VCVTPS2DQ   Z8, Z8
-	VPADDD      Z2, Z8, Z8
-	VPMOVUSDB   Z8, K2, 16(R8)(BX*1)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z8
-	VMULPS      Z8, Z10, Z10
-	VMULPS      Z0, Z10, Z8
-	VMAXPS      Z1, Z8, Z8
-	VCVTPS2DQ   Z8, Z8
-	VPADDD      Z2, Z8, Z8
-	VPMOVUSDB   Z8, K3, 32(R8)(BX*1)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z8
-	VMULPS      Z8, Z11, Z11
-	VMULPS      Z0, Z11, Z8
-	VMAXPS      Z1, Z8, Z8
-	VCVTPS2DQ   Z8, Z8
-	VPADDD      Z2, Z8, Z8
-	VPMOVUSDB   Z8, K4, 48(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_3198
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3197
-	JMP         epi_done_2809
-
-epi_flag_3193:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3199
+	JNZ          epi_flag_3200
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -69192,7 +69328,7 @@ epi_flag_3193:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3200:
+epi_strip_3201:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -69216,7 +69352,7 @@ epi_strip_3200:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3201:
+epi_row_3202:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -69274,13 +69410,13 @@ epi_row_3201:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3201
+	JL          epi_row_3202
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3200
-	JMP         epi_done_2809
+	JL          epi_strip_3201
+	JMP         epi_done_2810
 
-epi_flag_3199:
+epi_flag_3200:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -69294,7 +69430,7 @@ epi_flag_3199:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3202:
+epi_strip_3203:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -69318,7 +69454,7 @@ epi_strip_3202:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3203:
+epi_row_3204:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z8
 	VCVTDQ2PS   Z8, Z8
 	VMULPS      Z4, Z8, Z8
@@ -69376,19 +69512,19 @@ epi_row_3203:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3203
+	JL          epi_row_3204
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3202
-	JMP         epi_done_2809
+	JL          epi_strip_3203
+	JMP         epi_done_2810
 
-epi_flag_3168:
+epi_flag_3169:
 	TESTQ  $0x00000004, AX
-	JNZ    epi_flag_3204
-	TESTQ  $0x00000008, AX
 	JNZ    epi_flag_3205
-	TESTQ  $0x00000010, AX
+	TESTQ  $0x00000008, AX
 	JNZ    epi_flag_3206
+	TESTQ  $0x00000010, AX
+	JNZ    epi_flag_3207
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -69396,7 +69532,7 @@ epi_flag_3168:
 	VPXORD Z0, Z0, Z0
 	XORQ   DX, DX
 
-epi_strip_3207:
+epi_strip_3208:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -69427,7 +69563,7 @@ epi_strip_3207:
 	MOVQ      outF32+96(FP), SI
 	XORQ      DI, DI
 
-epi_row_3208:
+epi_row_3209:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -69460,13 +69596,13 @@ epi_row_3208:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3208
+	JL          epi_row_3209
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3207
-	JMP         epi_done_2809
+	JL          epi_strip_3208
+	JMP         epi_done_2810
 
-epi_flag_3206:
+epi_flag_3207:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -69475,7 +69611,7 @@ epi_flag_3206:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3209:
+epi_strip_3210:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -69506,7 +69642,7 @@ epi_strip_3209:
 	MOVQ      outF32+96(FP), DI
 	XORQ      R8, R8
 
-epi_row_3210:
+epi_row_3211:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -69543,15 +69679,15 @@ epi_row_3210:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3210
+	JL          epi_row_3211
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3209
-	JMP         epi_done_2809
+	JL          epi_strip_3210
+	JMP         epi_done_2810
 
-epi_flag_3205:
+epi_flag_3206:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3211
+	JNZ          epi_flag_3212
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -69562,7 +69698,7 @@ epi_flag_3205:
 	VPXORD       Z3, Z3, Z3
 	XORQ         DX, DX
 
-epi_strip_3212:
+epi_strip_3213:
 	LEAQ      epilogueColMasks<>+0(SB), BX
 	MOVQ      n+24(FP), SI
 	SUBQ      DX, SI
@@ -69593,7 +69729,7 @@ epi_strip_3212:
 	MOVQ      outU8+104(FP), SI
 	XORQ      DI, DI
 
-epi_row_3213:
+epi_row_3214:
 	VMOVDQU32.Z (BX)(DX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -69642,13 +69778,13 @@ epi_row_3213:
 	ADDQ        CX, SI
 	INCQ        DI
 	CMPQ        DI, m+16(FP)
-	JL          epi_row_3213
+	JL          epi_row_3214
 	ADDQ        $0x40, DX
 	CMPQ        DX, n+24(FP)
-	JL          epi_strip_3212
-	JMP         epi_done_2809
+	JL          epi_strip_3213
+	JMP         epi_done_2810
 
-epi_flag_3211:
+epi_flag_3212:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -69660,7 +69796,7 @@ epi_flag_3211:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3214:
+epi_strip_3215:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -69691,7 +69827,7 @@ epi_strip_3214:
 	MOVQ      outU8+104(FP), DI
 	XORQ      R8, R8
 
-epi_row_3215:
+epi_row_3216:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -69744,19 +69880,19 @@ epi_row_3215:
 	ADDQ        CX, DI
 	INCQ        R8
 	CMPQ        R8, m+16(FP)
-	JL          epi_row_3215
+	JL          epi_row_3216
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3214
-	JMP         epi_done_2809
+	JL          epi_strip_3215
+	JMP         epi_done_2810
 
-epi_flag_3204:
+epi_flag_3205:
 	TESTQ  $0x00000008, AX
-	JNZ    epi_flag_3216
-	TESTQ  $0x00000010, AX
 	JNZ    epi_flag_3217
-	TESTQ  $0x00000020, AX
+	TESTQ  $0x00000010, AX
 	JNZ    epi_flag_3218
+	TESTQ  $0x00000020, AX
+	JNZ    epi_flag_3219
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -69766,7 +69902,7 @@ epi_flag_3204:
 	VPXORD Z0, Z0, Z0
 	XORQ   BX, BX
 
-epi_strip_3219:
+epi_strip_3220:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -69798,7 +69934,7 @@ epi_strip_3219:
 	MOVQ      outF32+96(FP), R8
 	XORQ      R9, R9
 
-epi_row_3220:
+epi_row_3221:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -69840,105 +69976,105 @@ epi_row_3220:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3220
+	JL          epi_row_3221
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3219
-	JMP         epi_done_2809
+	JL          epi_strip_3220
+	JMP         epi_done_2810
+
+epi_flag_3219:
+	MOVQ   ldc+8(FP), AX
+	SHLQ   $0x02, AX
+	MOVQ   resStride+88(FP), CX
+	SHLQ   $0x02, CX
+	MOVQ   outStride+112(FP), DX
+	SHLQ   $0x02, DX
+	VPXORD Z0, Z0, Z0
+	XORQ   BX, BX
+
+epi_strip_3222:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3223:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z1, Z9, Z9
+	VADDPS      Z2, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z3, Z10, Z10
+	VADDPS      Z4, Z10, Z10
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	VADDPS      Z6, Z11, Z11
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VCMPPS      $0x16, Z0, Z9, K5
+	VMOVAPS.Z   Z9, K5, Z9
+	VCMPPS      $0x16, Z0, Z10, K5
+	VMOVAPS.Z   Z10, K5, Z10
+	VCMPPS      $0x16, Z0, Z11, K5
+	VMOVAPS.Z   Z11, K5, Z11
+	VCMPPS      $0x16, Z0, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VMOVUPS.Z   (DI)(BX*4), K1, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVUPS     Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VMULPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R8)(BX*4)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
+	VMULPS      Z9, Z11, Z11
+	VMOVUPS     Z11, K3, 128(R8)(BX*4)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
+	VMULPS      Z9, Z12, Z12
+	VMOVUPS     Z12, K4, 192(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3223
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3222
+	JMP         epi_done_2810
 
 epi_flag_3218:
-	MOVQ   ldc+8(FP), AX
-	SHLQ   $0x02, AX
-	MOVQ   resStride+88(FP), CX
-	SHLQ   $0x02, CX
-	MOVQ   outStride+112(FP), DX
-	SHLQ   $0x02, DX
-	VPXORD Z0, Z0, Z0
-	XORQ   BX, BX
-
-epi_strip_3221:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z1
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z2
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z5
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z6
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z7
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z8
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outF32+96(FP), R8
-	XORQ      R9, R9
-
-epi_row_3222:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z9
-	VCVTDQ2PS   Z9, Z9
-	VMULPS      Z1, Z9, Z9
-	VADDPS      Z2, Z9, Z9
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
-	VCVTDQ2PS   Z10, Z10
-	VMULPS      Z3, Z10, Z10
-	VADDPS      Z4, Z10, Z10
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z11
-	VCVTDQ2PS   Z11, Z11
-	VMULPS      Z5, Z11, Z11
-	VADDPS      Z6, Z11, Z11
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z7, Z12, Z12
-	VADDPS      Z8, Z12, Z12
-	VCMPPS      $0x16, Z0, Z9, K5
-	VMOVAPS.Z   Z9, K5, Z9
-	VCMPPS      $0x16, Z0, Z10, K5
-	VMOVAPS.Z   Z10, K5, Z10
-	VCMPPS      $0x16, Z0, Z11, K5
-	VMOVAPS.Z   Z11, K5, Z11
-	VCMPPS      $0x16, Z0, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VMOVUPS.Z   (DI)(BX*4), K1, Z13
-	VMULPS      Z13, Z9, Z9
-	VMOVUPS     Z9, K1, (R8)(BX*4)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
-	VMULPS      Z9, Z10, Z10
-	VMOVUPS     Z10, K2, 64(R8)(BX*4)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z9
-	VMULPS      Z9, Z11, Z11
-	VMOVUPS     Z11, K3, 128(R8)(BX*4)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z9
-	VMULPS      Z9, Z12, Z12
-	VMOVUPS     Z12, K4, 192(R8)(BX*4)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_3222
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3221
-	JMP         epi_done_2809
-
-epi_flag_3217:
 	TESTQ  $0x00000020, AX
-	JNZ    epi_flag_3223
+	JNZ    epi_flag_3224
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -69949,7 +70085,7 @@ epi_flag_3217:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3224:
+epi_strip_3225:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -69981,7 +70117,7 @@ epi_strip_3224:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3225:
+epi_row_3226:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -70027,13 +70163,13 @@ epi_row_3225:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3225
+	JL          epi_row_3226
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3224
-	JMP         epi_done_2809
+	JL          epi_strip_3225
+	JMP         epi_done_2810
 
-epi_flag_3223:
+epi_flag_3224:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -70044,7 +70180,7 @@ epi_flag_3223:
 	VPXORD Z0, Z0, Z0
 	XORQ   SI, SI
 
-epi_strip_3226:
+epi_strip_3227:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -70076,7 +70212,7 @@ epi_strip_3226:
 	MOVQ      outF32+96(FP), R9
 	XORQ      R10, R10
 
-epi_row_3227:
+epi_row_3228:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z9
 	VCVTDQ2PS   Z9, Z9
 	VMULPS      Z1, Z9, Z9
@@ -70122,17 +70258,17 @@ epi_row_3227:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3227
+	JL          epi_row_3228
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3226
-	JMP         epi_done_2809
+	JL          epi_strip_3227
+	JMP         epi_done_2810
 
-epi_flag_3216:
+epi_flag_3217:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3228
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3229
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3230
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -70145,7 +70281,7 @@ epi_flag_3216:
 	VPXORD       Z3, Z3, Z3
 	XORQ         BX, BX
 
-epi_strip_3230:
+epi_strip_3231:
 	LEAQ      epilogueColMasks<>+0(SB), SI
 	MOVQ      n+24(FP), DI
 	SUBQ      BX, DI
@@ -70177,7 +70313,7 @@ epi_strip_3230:
 	MOVQ      outU8+104(FP), R8
 	XORQ      R9, R9
 
-epi_row_3231:
+epi_row_3232:
 	VMOVDQU32.Z (SI)(BX*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -70235,124 +70371,124 @@ epi_row_3231:
 	ADDQ        DX, R8
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi_row_3231
+	JL          epi_row_3232
 	ADDQ        $0x40, BX
 	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3230
-	JMP         epi_done_2809
+	JL          epi_strip_3231
+	JMP         epi_done_2810
+
+epi_flag_3230:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	XORQ         BX, BX
+
+epi_strip_3233:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000040, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	KSHIFTRQ  $0x20, K1, K3
+	KSHIFTRQ  $0x30, K1, K4
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3234:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z4, Z12, Z12
+	VADDPS      Z5, Z12, Z12
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z6, Z13, Z13
+	VADDPS      Z7, Z13, Z13
+	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
+	VCVTDQ2PS   Z14, Z14
+	VMULPS      Z8, Z14, Z14
+	VADDPS      Z9, Z14, Z14
+	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
+	VCVTDQ2PS   Z15, Z15
+	VMULPS      Z10, Z15, Z15
+	VADDPS      Z11, Z15, Z15
+	VCMPPS      $0x16, Z3, Z12, K5
+	VMOVAPS.Z   Z12, K5, Z12
+	VCMPPS      $0x16, Z3, Z13, K5
+	VMOVAPS.Z   Z13, K5, Z13
+	VCMPPS      $0x16, Z3, Z14, K5
+	VMOVAPS.Z   Z14, K5, Z14
+	VCMPPS      $0x16, Z3, Z15, K5
+	VMOVAPS.Z   Z15, K5, Z15
+	VMOVUPS.Z   (DI)(BX*4), K1, Z16
+	VMULPS      Z16, Z12, Z12
+	VMULPS      Z0, Z12, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
+	VMULPS      Z12, Z13, Z13
+	VMULPS      Z0, Z13, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
+	VMOVUPS.Z   128(DI)(BX*4), K3, Z12
+	VMULPS      Z12, Z14, Z14
+	VMULPS      Z0, Z14, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K3, 32(R8)(BX*1)
+	VMOVUPS.Z   192(DI)(BX*4), K4, Z12
+	VMULPS      Z12, Z15, Z15
+	VMULPS      Z0, Z15, Z12
+	VMAXPS      Z1, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPMOVUSDB   Z12, K4, 48(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3234
+	ADDQ        $0x40, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3233
+	JMP         epi_done_2810
 
 epi_flag_3229:
-	MOVQ         ldc+8(FP), AX
-	SHLQ         $0x02, AX
-	MOVQ         resStride+88(FP), CX
-	SHLQ         $0x02, CX
-	MOVQ         outStride+112(FP), DX
-	VBROADCASTSS invScale+120(FP), Z0
-	VBROADCASTSS clampLo+128(FP), Z1
-	MOVL         outZero+124(FP), BX
-	VPBROADCASTD BX, Z2
-	VPXORD       Z3, Z3, Z3
-	XORQ         BX, BX
-
-epi_strip_3232:
-	LEAQ      epilogueColMasks<>+0(SB), SI
-	MOVQ      n+24(FP), DI
-	SUBQ      BX, DI
-	MOVQ      $0x00000040, R8
-	CMPQ      DI, R8
-	CMOVQLT   DI, R8
-	KMOVQ     (SI)(R8*8), K1
-	KSHIFTRQ  $0x10, K1, K2
-	KSHIFTRQ  $0x20, K1, K3
-	KSHIFTRQ  $0x30, K1, K4
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z4
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z (SI)(BX*4), K1, Z5
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z8
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 128(SI)(BX*4), K3, Z9
-	MOVQ      scale+56(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z10
-	MOVQ      bias+72(FP), SI
-	VMOVUPS.Z 192(SI)(BX*4), K4, Z11
-	MOVQ      c+0(FP), SI
-	MOVQ      res+80(FP), DI
-	MOVQ      outU8+104(FP), R8
-	XORQ      R9, R9
-
-epi_row_3233:
-	VMOVDQU32.Z (SI)(BX*4), K1, Z12
-	VCVTDQ2PS   Z12, Z12
-	VMULPS      Z4, Z12, Z12
-	VADDPS      Z5, Z12, Z12
-	VMOVDQU32.Z 64(SI)(BX*4), K2, Z13
-	VCVTDQ2PS   Z13, Z13
-	VMULPS      Z6, Z13, Z13
-	VADDPS      Z7, Z13, Z13
-	VMOVDQU32.Z 128(SI)(BX*4), K3, Z14
-	VCVTDQ2PS   Z14, Z14
-	VMULPS      Z8, Z14, Z14
-	VADDPS      Z9, Z14, Z14
-	VMOVDQU32.Z 192(SI)(BX*4), K4, Z15
-	VCVTDQ2PS   Z15, Z15
-	VMULPS      Z10, Z15, Z15
-	VADDPS      Z11, Z15, Z15
-	VCMPPS      $0x16, Z3, Z12, K5
-	VMOVAPS.Z   Z12, K5, Z12
-	VCMPPS      $0x16, Z3, Z13, K5
-	VMOVAPS.Z   Z13, K5, Z13
-	VCMPPS      $0x16, Z3, Z14, K5
-	VMOVAPS.Z   Z14, K5, Z14
-	VCMPPS      $0x16, Z3, Z15, K5
-	VMOVAPS.Z   Z15, K5, Z15
-	VMOVUPS.Z   (DI)(BX*4), K1, Z16
-	VMULPS      Z16, Z12, Z12
-	VMULPS      Z0, Z12, Z12
-	VMAXPS      Z1, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z2, Z12, Z12
-	VPMOVUSDB   Z12, K1, (R8)(BX*1)
-	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
-	VMULPS      Z12, Z13, Z13
-	VMULPS      Z0, Z13, Z12
-	VMAXPS      Z1, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z2, Z12, Z12
-	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
-	VMOVUPS.Z   128(DI)(BX*4), K3, Z12
-	VMULPS      Z12, Z14, Z14
-	VMULPS      Z0, Z14, Z12
-	VMAXPS      Z1, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z2, Z12, Z12
-	VPMOVUSDB   Z12, K3, 32(R8)(BX*1)
-	VMOVUPS.Z   192(DI)(BX*4), K4, Z12
-	VMULPS      Z12, Z15, Z15
-	VMULPS      Z0, Z15, Z12
-	VMAXPS      Z1, Z12, Z12
-	VCVTPS2DQ   Z12, Z12
-	VPADDD      Z2, Z12, Z12
-	VPMOVUSDB   Z12, K4, 48(R8)(BX*1)
-	ADDQ        AX, SI
-	ADDQ        CX, DI
-	ADDQ        DX, R8
-	INCQ        R9
-	CMPQ        R9, m+16(FP)
-	JL          epi_row_3233
-	ADDQ        $0x40, BX
-	CMPQ        BX, n+24(FP)
-	JL          epi_strip_3232
-	JMP         epi_done_2809
-
-epi_flag_3228:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3234
+	JNZ          epi_flag_3235
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -70366,7 +70502,7 @@ epi_flag_3228:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3235:
+epi_strip_3236:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -70398,7 +70534,7 @@ epi_strip_3235:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3236:
+epi_row_3237:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -70460,13 +70596,13 @@ epi_row_3236:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3236
+	JL          epi_row_3237
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3235
-	JMP         epi_done_2809
+	JL          epi_strip_3236
+	JMP         epi_done_2810
 
-epi_flag_3234:
+epi_flag_3235:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -70480,7 +70616,7 @@ epi_flag_3234:
 	VPXORD       Z3, Z3, Z3
 	XORQ         SI, SI
 
-epi_strip_3237:
+epi_strip_3238:
 	LEAQ      epilogueColMasks<>+0(SB), DI
 	MOVQ      n+24(FP), R8
 	SUBQ      SI, R8
@@ -70512,7 +70648,7 @@ epi_strip_3237:
 	MOVQ      outU8+104(FP), R9
 	XORQ      R10, R10
 
-epi_row_3238:
+epi_row_3239:
 	VMOVDQU32.Z (DI)(SI*4), K1, Z12
 	VCVTDQ2PS   Z12, Z12
 	VMULPS      Z4, Z12, Z12
@@ -70574,21 +70710,21 @@ epi_row_3238:
 	ADDQ        DX, R9
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi_row_3238
+	JL          epi_row_3239
 	ADDQ        $0x40, SI
 	CMPQ        SI, n+24(FP)
-	JL          epi_strip_3237
-	JMP         epi_done_2809
+	JL          epi_strip_3238
+	JMP         epi_done_2810
 
-epi_flag_3167:
+epi_flag_3168:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3239
-	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_3240
-	TESTQ        $0x00000008, AX
+	TESTQ        $0x00000004, AX
 	JNZ          epi_flag_3241
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_3242
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3243
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -70598,7 +70734,7 @@ epi_flag_3167:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_3243:
+epi_strip_3244:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -70637,7 +70773,7 @@ epi_strip_3243:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3244:
+epi_row_3245:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -70666,13 +70802,13 @@ epi_row_3244:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3244
+	JL        epi_row_3245
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3243
-	JMP       epi_done_2809
+	JL        epi_strip_3244
+	JMP       epi_done_2810
 
-epi_flag_3242:
+epi_flag_3243:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -70682,7 +70818,7 @@ epi_flag_3242:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_3245:
+epi_strip_3246:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -70713,7 +70849,7 @@ epi_strip_3245:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3246:
+epi_row_3247:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
@@ -70755,15 +70891,15 @@ epi_row_3246:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3246
+	JL           epi_row_3247
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3245
-	JMP          epi_done_2809
+	JL           epi_strip_3246
+	JMP          epi_done_2810
 
-epi_flag_3241:
+epi_flag_3242:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3247
+	JNZ          epi_flag_3248
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -70776,7 +70912,7 @@ epi_flag_3241:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_3248:
+epi_strip_3249:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -70815,7 +70951,7 @@ epi_strip_3248:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3249:
+epi_row_3250:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -70860,13 +70996,13 @@ epi_row_3249:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3249
+	JL        epi_row_3250
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3248
-	JMP       epi_done_2809
+	JL        epi_strip_3249
+	JMP       epi_done_2810
 
-epi_flag_3247:
+epi_flag_3248:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -70879,7 +71015,7 @@ epi_flag_3247:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_3250:
+epi_strip_3251:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -70910,7 +71046,7 @@ epi_strip_3250:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3251:
+epi_row_3252:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z13
@@ -70968,19 +71104,19 @@ epi_row_3251:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3251
+	JL           epi_row_3252
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3250
-	JMP          epi_done_2809
+	JL           epi_strip_3251
+	JMP          epi_done_2810
 
-epi_flag_3240:
+epi_flag_3241:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3252
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3253
-	TESTQ        $0x00000020, AX
+	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3254
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3255
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -70992,7 +71128,7 @@ epi_flag_3240:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3255:
+epi_strip_3256:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -71032,7 +71168,7 @@ epi_strip_3255:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3256:
+epi_row_3257:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -71070,13 +71206,13 @@ epi_row_3256:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3256
+	JL        epi_row_3257
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3255
-	JMP       epi_done_2809
+	JL        epi_strip_3256
+	JMP       epi_done_2810
 
-epi_flag_3254:
+epi_flag_3255:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -71088,7 +71224,7 @@ epi_flag_3254:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3257:
+epi_strip_3258:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -71128,7 +71264,7 @@ epi_strip_3257:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3258:
+epi_row_3259:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z10
 	VCVTDQ2PS Z10, Z10
 	VMULPS    Z3, Z10, Z10
@@ -71166,15 +71302,15 @@ epi_row_3258:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3258
+	JL        epi_row_3259
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3257
-	JMP       epi_done_2809
+	JL        epi_strip_3258
+	JMP       epi_done_2810
 
-epi_flag_3253:
+epi_flag_3254:
 	TESTQ  $0x00000020, AX
-	JNZ    epi_flag_3259
+	JNZ    epi_flag_3260
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -71186,7 +71322,7 @@ epi_flag_3253:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3260:
+epi_strip_3261:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -71218,7 +71354,7 @@ epi_strip_3260:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3261:
+epi_row_3262:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -71269,13 +71405,13 @@ epi_row_3261:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3261
+	JL           epi_row_3262
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3260
-	JMP          epi_done_2809
+	JL           epi_strip_3261
+	JMP          epi_done_2810
 
-epi_flag_3259:
+epi_flag_3260:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -71287,7 +71423,7 @@ epi_flag_3259:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3262:
+epi_strip_3263:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -71319,7 +71455,7 @@ epi_strip_3262:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3263:
+epi_row_3264:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z11
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
@@ -71370,17 +71506,17 @@ epi_row_3263:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3263
+	JL           epi_row_3264
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3262
-	JMP          epi_done_2809
+	JL           epi_strip_3263
+	JMP          epi_done_2810
 
-epi_flag_3252:
+epi_flag_3253:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3264
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3265
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3266
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -71395,7 +71531,7 @@ epi_flag_3252:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3266:
+epi_strip_3267:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -71435,7 +71571,7 @@ epi_strip_3266:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3267:
+epi_row_3268:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -71489,13 +71625,13 @@ epi_row_3267:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3267
+	JL        epi_row_3268
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3266
-	JMP       epi_done_2809
+	JL        epi_strip_3267
+	JMP       epi_done_2810
 
-epi_flag_3265:
+epi_flag_3266:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -71510,7 +71646,7 @@ epi_flag_3265:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3268:
+epi_strip_3269:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -71550,7 +71686,7 @@ epi_strip_3268:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3269:
+epi_row_3270:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z13
 	VCVTDQ2PS Z13, Z13
 	VMULPS    Z6, Z13, Z13
@@ -71604,15 +71740,15 @@ epi_row_3269:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3269
+	JL        epi_row_3270
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3268
-	JMP       epi_done_2809
+	JL        epi_strip_3269
+	JMP       epi_done_2810
 
-epi_flag_3264:
+epi_flag_3265:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3270
+	JNZ          epi_flag_3271
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -71627,7 +71763,7 @@ epi_flag_3264:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3271:
+epi_strip_3272:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -71659,7 +71795,7 @@ epi_strip_3271:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3272:
+epi_row_3273:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -71726,13 +71862,13 @@ epi_row_3272:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3272
+	JL           epi_row_3273
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3271
-	JMP          epi_done_2809
+	JL           epi_strip_3272
+	JMP          epi_done_2810
 
-epi_flag_3270:
+epi_flag_3271:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -71747,7 +71883,7 @@ epi_flag_3270:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3273:
+epi_strip_3274:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -71779,7 +71915,7 @@ epi_strip_3273:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3274:
+epi_row_3275:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z14
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z13
@@ -71846,19 +71982,19 @@ epi_row_3274:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3274
+	JL           epi_row_3275
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3273
-	JMP          epi_done_2809
+	JL           epi_strip_3274
+	JMP          epi_done_2810
 
-epi_flag_3239:
+epi_flag_3240:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3275
-	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_3276
-	TESTQ        $0x00000010, AX
+	TESTQ        $0x00000008, AX
 	JNZ          epi_flag_3277
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3278
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -71868,7 +72004,7 @@ epi_flag_3239:
 	VPXORD       Z1, Z1, Z1
 	XORQ         DX, DX
 
-epi_strip_3278:
+epi_strip_3279:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -71915,7 +72051,7 @@ epi_strip_3278:
 	MOVQ        outF32+96(FP), SI
 	XORQ        DI, DI
 
-epi_row_3279:
+epi_row_3280:
 	VPADDD.Z  (BX)(DX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -71948,13 +72084,13 @@ epi_row_3279:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3279
+	JL        epi_row_3280
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3278
-	JMP       epi_done_2809
+	JL        epi_strip_3279
+	JMP       epi_done_2810
 
-epi_flag_3277:
+epi_flag_3278:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   outStride+112(FP), CX
@@ -71964,7 +72100,7 @@ epi_flag_3277:
 	VPXORD Z1, Z1, Z1
 	XORQ   SI, SI
 
-epi_strip_3280:
+epi_strip_3281:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -72003,7 +72139,7 @@ epi_strip_3280:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3281:
+epi_row_3282:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z14
@@ -72049,15 +72185,15 @@ epi_row_3281:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3281
+	JL           epi_row_3282
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3280
-	JMP          epi_done_2809
+	JL           epi_strip_3281
+	JMP          epi_done_2810
 
-epi_flag_3276:
+epi_flag_3277:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3282
+	JNZ          epi_flag_3283
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -72070,7 +72206,7 @@ epi_flag_3276:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DX, DX
 
-epi_strip_3283:
+epi_strip_3284:
 	LEAQ        epilogueColMasks<>+0(SB), BX
 	MOVQ        n+24(FP), SI
 	SUBQ        DX, SI
@@ -72117,7 +72253,7 @@ epi_strip_3283:
 	MOVQ        outU8+104(FP), SI
 	XORQ        DI, DI
 
-epi_row_3284:
+epi_row_3285:
 	VPADDD.Z  (BX)(DX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -72166,13 +72302,13 @@ epi_row_3284:
 	ADDQ      CX, SI
 	INCQ      DI
 	CMPQ      DI, m+16(FP)
-	JL        epi_row_3284
+	JL        epi_row_3285
 	ADDQ      $0x40, DX
 	CMPQ      DX, n+24(FP)
-	JL        epi_strip_3283
-	JMP       epi_done_2809
+	JL        epi_strip_3284
+	JMP       epi_done_2810
 
-epi_flag_3282:
+epi_flag_3283:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         outStride+112(FP), CX
@@ -72185,7 +72321,7 @@ epi_flag_3282:
 	VPXORD       Z4, Z4, Z4
 	XORQ         SI, SI
 
-epi_strip_3285:
+epi_strip_3286:
 	LEAQ        epilogueColMasks<>+0(SB), DI
 	MOVQ        n+24(FP), R8
 	SUBQ        SI, R8
@@ -72224,7 +72360,7 @@ epi_strip_3285:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3286:
+epi_row_3287:
 	VPBROADCASTD (BX)(R9*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (DI)(SI*4), K1, Z17
@@ -72286,19 +72422,19 @@ epi_row_3286:
 	ADDQ         CX, R8
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi_row_3286
+	JL           epi_row_3287
 	ADDQ         $0x40, SI
 	CMPQ         SI, n+24(FP)
-	JL           epi_strip_3285
-	JMP          epi_done_2809
+	JL           epi_strip_3286
+	JMP          epi_done_2810
 
-epi_flag_3275:
+epi_flag_3276:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3287
-	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3288
-	TESTQ        $0x00000020, AX
+	TESTQ        $0x00000010, AX
 	JNZ          epi_flag_3289
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3290
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -72310,7 +72446,7 @@ epi_flag_3275:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3290:
+epi_strip_3291:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -72358,7 +72494,7 @@ epi_strip_3290:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3291:
+epi_row_3292:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -72400,13 +72536,13 @@ epi_row_3291:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3291
+	JL        epi_row_3292
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3290
-	JMP       epi_done_2809
+	JL        epi_strip_3291
+	JMP       epi_done_2810
 
-epi_flag_3289:
+epi_flag_3290:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -72418,7 +72554,7 @@ epi_flag_3289:
 	VPXORD       Z1, Z1, Z1
 	XORQ         BX, BX
 
-epi_strip_3292:
+epi_strip_3293:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -72466,7 +72602,7 @@ epi_strip_3292:
 	MOVQ        outF32+96(FP), R8
 	XORQ        R9, R9
 
-epi_row_3293:
+epi_row_3294:
 	VPADDD.Z  (SI)(BX*4), Z2, K1, Z14
 	VCVTDQ2PS Z14, Z14
 	VMULPS    Z3, Z14, Z14
@@ -72508,15 +72644,15 @@ epi_row_3293:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3293
+	JL        epi_row_3294
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3292
-	JMP       epi_done_2809
+	JL        epi_strip_3293
+	JMP       epi_done_2810
 
-epi_flag_3288:
+epi_flag_3289:
 	TESTQ  $0x00000020, AX
-	JNZ    epi_flag_3294
+	JNZ    epi_flag_3295
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -72528,7 +72664,7 @@ epi_flag_3288:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3295:
+epi_strip_3296:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -72568,7 +72704,7 @@ epi_strip_3295:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3296:
+epi_row_3297:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -72623,13 +72759,13 @@ epi_row_3296:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3296
+	JL           epi_row_3297
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3295
-	JMP          epi_done_2809
+	JL           epi_strip_3296
+	JMP          epi_done_2810
 
-epi_flag_3294:
+epi_flag_3295:
 	MOVQ   ldc+8(FP), AX
 	SHLQ   $0x02, AX
 	MOVQ   resStride+88(FP), CX
@@ -72641,7 +72777,7 @@ epi_flag_3294:
 	VPXORD Z1, Z1, Z1
 	XORQ   DI, DI
 
-epi_strip_3297:
+epi_strip_3298:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -72681,7 +72817,7 @@ epi_strip_3297:
 	MOVQ        outF32+96(FP), R10
 	XORQ        R11, R11
 
-epi_row_3298:
+epi_row_3299:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z2, Z0, Z15
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z14
@@ -72736,17 +72872,17 @@ epi_row_3298:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3298
+	JL           epi_row_3299
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3297
-	JMP          epi_done_2809
+	JL           epi_strip_3298
+	JMP          epi_done_2810
 
-epi_flag_3287:
+epi_flag_3288:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3299
-	TESTQ        $0x00000020, AX
 	JNZ          epi_flag_3300
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3301
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -72761,7 +72897,7 @@ epi_flag_3287:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3301:
+epi_strip_3302:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -72809,7 +72945,7 @@ epi_strip_3301:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3302:
+epi_row_3303:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -72867,13 +73003,13 @@ epi_row_3302:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3302
+	JL        epi_row_3303
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3301
-	JMP       epi_done_2809
+	JL        epi_strip_3302
+	JMP       epi_done_2810
 
-epi_flag_3300:
+epi_flag_3301:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -72888,7 +73024,7 @@ epi_flag_3300:
 	VPXORD       Z4, Z4, Z4
 	XORQ         BX, BX
 
-epi_strip_3303:
+epi_strip_3304:
 	LEAQ        epilogueColMasks<>+0(SB), SI
 	MOVQ        n+24(FP), DI
 	SUBQ        BX, DI
@@ -72936,7 +73072,7 @@ epi_strip_3303:
 	MOVQ        outU8+104(FP), R8
 	XORQ        R9, R9
 
-epi_row_3304:
+epi_row_3305:
 	VPADDD.Z  (SI)(BX*4), Z5, K1, Z17
 	VCVTDQ2PS Z17, Z17
 	VMULPS    Z6, Z17, Z17
@@ -72994,15 +73130,15 @@ epi_row_3304:
 	ADDQ      DX, R8
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi_row_3304
+	JL        epi_row_3305
 	ADDQ      $0x40, BX
 	CMPQ      BX, n+24(FP)
-	JL        epi_strip_3303
-	JMP       epi_done_2809
+	JL        epi_strip_3304
+	JMP       epi_done_2810
 
-epi_flag_3299:
+epi_flag_3300:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3305
+	JNZ          epi_flag_3306
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -73017,7 +73153,7 @@ epi_flag_3299:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3306:
+epi_strip_3307:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -73057,7 +73193,7 @@ epi_strip_3306:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3307:
+epi_row_3308:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -73128,13 +73264,13 @@ epi_row_3307:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3307
+	JL           epi_row_3308
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3306
-	JMP          epi_done_2809
+	JL           epi_strip_3307
+	JMP          epi_done_2810
 
-epi_flag_3305:
+epi_flag_3306:
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
 	MOVQ         resStride+88(FP), CX
@@ -73149,7 +73285,7 @@ epi_flag_3305:
 	VPXORD       Z4, Z4, Z4
 	XORQ         DI, DI
 
-epi_strip_3308:
+epi_strip_3309:
 	LEAQ        epilogueColMasks<>+0(SB), R8
 	MOVQ        n+24(FP), R9
 	SUBQ        DI, R9
@@ -73189,7 +73325,7 @@ epi_strip_3308:
 	MOVQ        outU8+104(FP), R10
 	XORQ        R11, R11
 
-epi_row_3309:
+epi_row_3310:
 	VPBROADCASTD (SI)(R11*4), Z0
 	VPMULLD      Z5, Z0, Z18
 	VMOVDQU32.Z  (R8)(DI*4), K1, Z17
@@ -73260,12 +73396,6026 @@ epi_row_3309:
 	ADDQ         DX, R10
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi_row_3309
+	JL           epi_row_3310
 	ADDQ         $0x40, DI
 	CMPQ         DI, n+24(FP)
-	JL           epi_strip_3308
+	JL           epi_strip_3309
+	JMP          epi_done_2810
 
-epi_done_2809:
+epi_silu_2808:
+	TESTQ        $0x00000001, AX
+	JNZ          epi_flag_3311
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_3312
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3313
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3314
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3315
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         DX, DX
+
+epi_strip_3316:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z3
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
+
+epi_row_3317:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z2, Z4, Z4
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VORPS.BCST  epilogueExp<>+500(SB), Z4, Z6
+	VORPS.BCST  epilogueExp<>+500(SB), Z5, Z7
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z6, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z7, K4
+	VMAXPS      Z6, Z1, Z6
+	VMAXPS      Z7, Z1, Z7
+	VMULPS.BCST epilogueExp<>+484(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z7, Z11
+	VRNDSCALEPS $0x00, Z10, Z8
+	VRNDSCALEPS $0x00, Z11, Z9
+	VMULPS.BCST epilogueExp<>+488(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+488(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+492(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+504(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z7, Z11
+	VADDPS.BCST epilogueExp<>+508(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+508(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+512(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+512(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+516(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+516(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+520(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+520(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+524(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+524(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VSCALEFPS.Z Z8, Z10, K3, Z6
+	VSCALEFPS.Z Z9, Z11, K4, Z7
+	VCMPPS      $0x19, Z0, Z4, K3
+	VMOVAPS     Z4, Z8
+	VMULPS      Z6, Z4, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z6, Z4
+	VDIVPS      Z4, Z8, Z4
+	VCMPPS      $0x19, Z0, Z5, K3
+	VMOVAPS     Z5, Z6
+	VMULPS      Z7, Z5, K3, Z6
+	VADDPS.BCST epilogueExp<>+496(SB), Z7, Z5
+	VDIVPS      Z5, Z6, Z5
+	VMOVUPS     Z4, K1, (SI)(DX*4)
+	VMOVUPS     Z5, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3317
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3316
+	JMP         epi_done_2810
+
+epi_flag_3315:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowScale+64(FP), DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         BX, BX
+
+epi_strip_3318:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
+
+epi_row_3319:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z2, Z4, Z4
+	VMULPS.BCST (DX)(R8*4), Z4, Z4
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VMULPS.BCST (DX)(R8*4), Z5, Z5
+	VORPS.BCST  epilogueExp<>+500(SB), Z4, Z6
+	VORPS.BCST  epilogueExp<>+500(SB), Z5, Z7
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z6, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z7, K4
+	VMAXPS      Z6, Z1, Z6
+	VMAXPS      Z7, Z1, Z7
+	VMULPS.BCST epilogueExp<>+484(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z7, Z11
+	VRNDSCALEPS $0x00, Z10, Z8
+	VRNDSCALEPS $0x00, Z11, Z9
+	VMULPS.BCST epilogueExp<>+488(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+488(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+492(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+504(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z7, Z11
+	VADDPS.BCST epilogueExp<>+508(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+508(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+512(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+512(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+516(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+516(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+520(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+520(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+524(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+524(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VSCALEFPS.Z Z8, Z10, K3, Z6
+	VSCALEFPS.Z Z9, Z11, K4, Z7
+	VCMPPS      $0x19, Z0, Z4, K3
+	VMOVAPS     Z4, Z8
+	VMULPS      Z6, Z4, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z6, Z4
+	VDIVPS      Z4, Z8, Z4
+	VCMPPS      $0x19, Z0, Z5, K3
+	VMOVAPS     Z5, Z6
+	VMULPS      Z7, Z5, K3, Z6
+	VADDPS.BCST epilogueExp<>+496(SB), Z7, Z5
+	VDIVPS      Z5, Z6, Z5
+	VMOVUPS     Z4, K1, (DI)(BX*4)
+	VMOVUPS     Z5, K2, 64(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_3319
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3318
+	JMP         epi_done_2810
+
+epi_flag_3314:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3320
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         DX, DX
+
+epi_strip_3321:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z6
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_3322:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z4, Z9
+	VMAXPS      Z10, Z4, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z3, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z3, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (SI)(DX*1)
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3322
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3321
+	JMP         epi_done_2810
+
+epi_flag_3320:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         BX, BX
+
+epi_strip_3323:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_3324:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS.BCST (DX)(R8*4), Z7, Z7
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMULPS.BCST (DX)(R8*4), Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z4, Z9
+	VMAXPS      Z10, Z4, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z3, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z3, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (DI)(BX*1)
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_3324
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3323
+	JMP         epi_done_2810
+
+epi_flag_3313:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3325
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3326
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3327
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         BX, BX
+
+epi_strip_3328:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3329:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z2, Z4, Z4
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VORPS.BCST  epilogueExp<>+500(SB), Z4, Z6
+	VORPS.BCST  epilogueExp<>+500(SB), Z5, Z7
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z6, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z7, K4
+	VMAXPS      Z6, Z1, Z6
+	VMAXPS      Z7, Z1, Z7
+	VMULPS.BCST epilogueExp<>+484(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z7, Z11
+	VRNDSCALEPS $0x00, Z10, Z8
+	VRNDSCALEPS $0x00, Z11, Z9
+	VMULPS.BCST epilogueExp<>+488(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+488(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+492(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+504(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z7, Z11
+	VADDPS.BCST epilogueExp<>+508(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+508(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+512(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+512(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+516(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+516(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+520(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+520(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+524(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+524(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VSCALEFPS.Z Z8, Z10, K3, Z6
+	VSCALEFPS.Z Z9, Z11, K4, Z7
+	VCMPPS      $0x19, Z0, Z4, K3
+	VMOVAPS     Z4, Z8
+	VMULPS      Z6, Z4, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z6, Z4
+	VDIVPS      Z4, Z8, Z4
+	VCMPPS      $0x19, Z0, Z5, K3
+	VMOVAPS     Z5, Z6
+	VMULPS      Z7, Z5, K3, Z6
+	VADDPS.BCST epilogueExp<>+496(SB), Z7, Z5
+	VDIVPS      Z5, Z6, Z5
+	VMOVUPS.Z   (DI)(BX*4), K1, Z6
+	VADDPS      Z6, Z4, Z4
+	VMOVUPS     Z4, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3329
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3328
+	JMP         epi_done_2810
+
+epi_flag_3327:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         BX, BX
+
+epi_strip_3330:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z3
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3331:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z2, Z4, Z4
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VORPS.BCST  epilogueExp<>+500(SB), Z4, Z6
+	VORPS.BCST  epilogueExp<>+500(SB), Z5, Z7
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z6, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z7, K4
+	VMAXPS      Z6, Z1, Z6
+	VMAXPS      Z7, Z1, Z7
+	VMULPS.BCST epilogueExp<>+484(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z7, Z11
+	VRNDSCALEPS $0x00, Z10, Z8
+	VRNDSCALEPS $0x00, Z11, Z9
+	VMULPS.BCST epilogueExp<>+488(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+488(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+492(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+504(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z7, Z11
+	VADDPS.BCST epilogueExp<>+508(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+508(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+512(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+512(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+516(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+516(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+520(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+520(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+524(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+524(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VSCALEFPS.Z Z8, Z10, K3, Z6
+	VSCALEFPS.Z Z9, Z11, K4, Z7
+	VCMPPS      $0x19, Z0, Z4, K3
+	VMOVAPS     Z4, Z8
+	VMULPS      Z6, Z4, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z6, Z4
+	VDIVPS      Z4, Z8, Z4
+	VCMPPS      $0x19, Z0, Z5, K3
+	VMOVAPS     Z5, Z6
+	VMULPS      Z7, Z5, K3, Z6
+	VADDPS.BCST epilogueExp<>+496(SB), Z7, Z5
+	VDIVPS      Z5, Z6, Z5
+	VMOVUPS.Z   (DI)(BX*4), K1, Z6
+	VMULPS      Z6, Z4, Z4
+	VMOVUPS     Z4, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z4
+	VMULPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3331
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3330
+	JMP         epi_done_2810
+
+epi_flag_3326:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3332
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         SI, SI
+
+epi_strip_3333:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_3334:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z2, Z4, Z4
+	VMULPS.BCST (BX)(R10*4), Z4, Z4
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VMULPS.BCST (BX)(R10*4), Z5, Z5
+	VORPS.BCST  epilogueExp<>+500(SB), Z4, Z6
+	VORPS.BCST  epilogueExp<>+500(SB), Z5, Z7
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z6, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z7, K4
+	VMAXPS      Z6, Z1, Z6
+	VMAXPS      Z7, Z1, Z7
+	VMULPS.BCST epilogueExp<>+484(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z7, Z11
+	VRNDSCALEPS $0x00, Z10, Z8
+	VRNDSCALEPS $0x00, Z11, Z9
+	VMULPS.BCST epilogueExp<>+488(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+488(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+492(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+504(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z7, Z11
+	VADDPS.BCST epilogueExp<>+508(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+508(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+512(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+512(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+516(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+516(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+520(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+520(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+524(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+524(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VSCALEFPS.Z Z8, Z10, K3, Z6
+	VSCALEFPS.Z Z9, Z11, K4, Z7
+	VCMPPS      $0x19, Z0, Z4, K3
+	VMOVAPS     Z4, Z8
+	VMULPS      Z6, Z4, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z6, Z4
+	VDIVPS      Z4, Z8, Z4
+	VCMPPS      $0x19, Z0, Z5, K3
+	VMOVAPS     Z5, Z6
+	VMULPS      Z7, Z5, K3, Z6
+	VADDPS.BCST epilogueExp<>+496(SB), Z7, Z5
+	VDIVPS      Z5, Z6, Z5
+	VMOVUPS.Z   (R8)(SI*4), K1, Z6
+	VADDPS      Z6, Z4, Z4
+	VMOVUPS     Z4, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z4
+	VADDPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3334
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3333
+	JMP         epi_done_2810
+
+epi_flag_3332:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         SI, SI
+
+epi_strip_3335:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z3
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_3336:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z4
+	VCVTDQ2PS   Z4, Z4
+	VMULPS      Z2, Z4, Z4
+	VMULPS.BCST (BX)(R10*4), Z4, Z4
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z5
+	VCVTDQ2PS   Z5, Z5
+	VMULPS      Z3, Z5, Z5
+	VMULPS.BCST (BX)(R10*4), Z5, Z5
+	VORPS.BCST  epilogueExp<>+500(SB), Z4, Z6
+	VORPS.BCST  epilogueExp<>+500(SB), Z5, Z7
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z6, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z7, K4
+	VMAXPS      Z6, Z1, Z6
+	VMAXPS      Z7, Z1, Z7
+	VMULPS.BCST epilogueExp<>+484(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z7, Z11
+	VRNDSCALEPS $0x00, Z10, Z8
+	VRNDSCALEPS $0x00, Z11, Z9
+	VMULPS.BCST epilogueExp<>+488(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+488(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+492(SB), Z8, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z9, Z11
+	VSUBPS      Z10, Z6, Z6
+	VSUBPS      Z11, Z7, Z7
+	VMULPS.BCST epilogueExp<>+504(SB), Z6, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z7, Z11
+	VADDPS.BCST epilogueExp<>+508(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+508(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+512(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+512(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+516(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+516(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+520(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+520(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+524(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+524(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z11, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z11
+	VSCALEFPS.Z Z8, Z10, K3, Z6
+	VSCALEFPS.Z Z9, Z11, K4, Z7
+	VCMPPS      $0x19, Z0, Z4, K3
+	VMOVAPS     Z4, Z8
+	VMULPS      Z6, Z4, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z6, Z4
+	VDIVPS      Z4, Z8, Z4
+	VCMPPS      $0x19, Z0, Z5, K3
+	VMOVAPS     Z5, Z6
+	VMULPS      Z7, Z5, K3, Z6
+	VADDPS.BCST epilogueExp<>+496(SB), Z7, Z5
+	VDIVPS      Z5, Z6, Z5
+	VMOVUPS.Z   (R8)(SI*4), K1, Z6
+	VMULPS      Z6, Z4, Z4
+	VMOVUPS     Z4, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z4
+	VMULPS      Z4, Z5, Z5
+	VMOVUPS     Z5, K2, 64(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3336
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3335
+	JMP         epi_done_2810
+
+epi_flag_3325:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3337
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3338
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         BX, BX
+
+epi_strip_3339:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3340:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z4, Z9
+	VMAXPS      Z10, Z4, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z3, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z3, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VADDPS      Z9, Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z7
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3340
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3339
+	JMP         epi_done_2810
+
+epi_flag_3338:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         BX, BX
+
+epi_strip_3341:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z6
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3342:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z4, Z9
+	VMAXPS      Z10, Z4, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z3, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z3, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VMULPS      Z9, Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z7
+	VMULPS      Z7, Z8, Z8
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3342
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3341
+	JMP         epi_done_2810
+
+epi_flag_3337:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3343
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         SI, SI
+
+epi_strip_3344:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3345:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z4, Z9
+	VMAXPS      Z10, Z4, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z3, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z3, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMOVUPS.Z   (R8)(SI*4), K1, Z9
+	VADDPS      Z9, Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z7
+	VADDPS      Z7, Z8, Z8
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3345
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3344
+	JMP         epi_done_2810
+
+epi_flag_3343:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         SI, SI
+
+epi_strip_3346:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z6
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3347:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMULPS.BCST (BX)(R10*4), Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z4, Z9
+	VMAXPS      Z10, Z4, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z3, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z3, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMOVUPS.Z   (R8)(SI*4), K1, Z9
+	VMULPS      Z9, Z7, Z7
+	VMULPS      Z0, Z7, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z7
+	VMULPS      Z7, Z8, Z8
+	VMULPS      Z0, Z8, Z7
+	VMAXPS      Z1, Z7, Z7
+	VCVTPS2DQ   Z7, Z7
+	VPADDD      Z2, Z7, Z7
+	VPMOVUSDB   Z7, K2, 16(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3347
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3346
+	JMP         epi_done_2810
+
+epi_flag_3312:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3348
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3349
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3350
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         DX, DX
+
+epi_strip_3351:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z2
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z3
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z4
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z5
+	MOVQ      c+0(FP), BX
+	MOVQ      outF32+96(FP), SI
+	XORQ      DI, DI
+
+epi_row_3352:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VADDPS      Z3, Z6, Z6
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VADDPS      Z5, Z7, Z7
+	VORPS.BCST  epilogueExp<>+500(SB), Z6, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMULPS.BCST epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS $0x00, Z12, Z10
+	VRNDSCALEPS $0x00, Z13, Z11
+	VMULPS.BCST epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z Z10, Z12, K3, Z8
+	VSCALEFPS.Z Z11, Z13, K4, Z9
+	VCMPPS      $0x19, Z0, Z6, K3
+	VMOVAPS     Z6, Z10
+	VMULPS      Z8, Z6, K3, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z8, Z6
+	VDIVPS      Z6, Z10, Z6
+	VCMPPS      $0x19, Z0, Z7, K3
+	VMOVAPS     Z7, Z8
+	VMULPS      Z9, Z7, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z8, Z7
+	VMOVUPS     Z6, K1, (SI)(DX*4)
+	VMOVUPS     Z7, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3352
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3351
+	JMP         epi_done_2810
+
+epi_flag_3350:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowScale+64(FP), DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         BX, BX
+
+epi_strip_3353:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      c+0(FP), SI
+	MOVQ      outF32+96(FP), DI
+	XORQ      R8, R8
+
+epi_row_3354:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (DX)(R8*4), Z6, Z6
+	VADDPS      Z3, Z6, Z6
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VMULPS.BCST (DX)(R8*4), Z7, Z7
+	VADDPS      Z5, Z7, Z7
+	VORPS.BCST  epilogueExp<>+500(SB), Z6, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMULPS.BCST epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS $0x00, Z12, Z10
+	VRNDSCALEPS $0x00, Z13, Z11
+	VMULPS.BCST epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z Z10, Z12, K3, Z8
+	VSCALEFPS.Z Z11, Z13, K4, Z9
+	VCMPPS      $0x19, Z0, Z6, K3
+	VMOVAPS     Z6, Z10
+	VMULPS      Z8, Z6, K3, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z8, Z6
+	VDIVPS      Z6, Z10, Z6
+	VCMPPS      $0x19, Z0, Z7, K3
+	VMOVAPS     Z7, Z8
+	VMULPS      Z9, Z7, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z8, Z7
+	VMOVUPS     Z6, K1, (DI)(BX*4)
+	VMOVUPS     Z7, K2, 64(DI)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_3354
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3353
+	JMP         epi_done_2810
+
+epi_flag_3349:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3355
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         DX, DX
+
+epi_strip_3356:
+	LEAQ      epilogueColMasks<>+0(SB), BX
+	MOVQ      n+24(FP), SI
+	SUBQ      DX, SI
+	MOVQ      $0x00000020, DI
+	CMPQ      SI, DI
+	CMOVQLT   SI, DI
+	KMOVQ     (BX)(DI*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z5
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z (BX)(DX*4), K1, Z6
+	MOVQ      scale+56(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z7
+	MOVQ      bias+72(FP), BX
+	VMOVUPS.Z 64(BX)(DX*4), K2, Z8
+	MOVQ      c+0(FP), BX
+	MOVQ      outU8+104(FP), SI
+	XORQ      DI, DI
+
+epi_row_3357:
+	VMOVDQU32.Z (BX)(DX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VADDPS      Z6, Z9, Z9
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z4, Z11
+	VMAXPS      Z12, Z4, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z3, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z3, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (SI)(DX*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3357
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3356
+	JMP         epi_done_2810
+
+epi_flag_3355:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         BX, BX
+
+epi_strip_3358:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      outU8+104(FP), DI
+	XORQ      R8, R8
+
+epi_row_3359:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (DX)(R8*4), Z9, Z9
+	VADDPS      Z6, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMULPS.BCST (DX)(R8*4), Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z4, Z11
+	VMAXPS      Z12, Z4, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z3, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z3, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (DI)(BX*1)
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(DI)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	INCQ        R8
+	CMPQ        R8, m+16(FP)
+	JL          epi_row_3359
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3358
+	JMP         epi_done_2810
+
+epi_flag_3348:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3360
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3361
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3362
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         BX, BX
+
+epi_strip_3363:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3364:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VADDPS      Z3, Z6, Z6
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VADDPS      Z5, Z7, Z7
+	VORPS.BCST  epilogueExp<>+500(SB), Z6, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMULPS.BCST epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS $0x00, Z12, Z10
+	VRNDSCALEPS $0x00, Z13, Z11
+	VMULPS.BCST epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z Z10, Z12, K3, Z8
+	VSCALEFPS.Z Z11, Z13, K4, Z9
+	VCMPPS      $0x19, Z0, Z6, K3
+	VMOVAPS     Z6, Z10
+	VMULPS      Z8, Z6, K3, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z8, Z6
+	VDIVPS      Z6, Z10, Z6
+	VCMPPS      $0x19, Z0, Z7, K3
+	VMOVAPS     Z7, Z8
+	VMULPS      Z9, Z7, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z8, Z7
+	VMOVUPS.Z   (DI)(BX*4), K1, Z8
+	VADDPS      Z8, Z6, Z6
+	VMOVUPS     Z6, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z6
+	VADDPS      Z6, Z7, Z7
+	VMOVUPS     Z7, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3364
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3363
+	JMP         epi_done_2810
+
+epi_flag_3362:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         BX, BX
+
+epi_strip_3365:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z2
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z3
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z4
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z5
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outF32+96(FP), R8
+	XORQ      R9, R9
+
+epi_row_3366:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VADDPS      Z3, Z6, Z6
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VADDPS      Z5, Z7, Z7
+	VORPS.BCST  epilogueExp<>+500(SB), Z6, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMULPS.BCST epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS $0x00, Z12, Z10
+	VRNDSCALEPS $0x00, Z13, Z11
+	VMULPS.BCST epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z Z10, Z12, K3, Z8
+	VSCALEFPS.Z Z11, Z13, K4, Z9
+	VCMPPS      $0x19, Z0, Z6, K3
+	VMOVAPS     Z6, Z10
+	VMULPS      Z8, Z6, K3, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z8, Z6
+	VDIVPS      Z6, Z10, Z6
+	VCMPPS      $0x19, Z0, Z7, K3
+	VMOVAPS     Z7, Z8
+	VMULPS      Z9, Z7, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z8, Z7
+	VMOVUPS.Z   (DI)(BX*4), K1, Z8
+	VMULPS      Z8, Z6, Z6
+	VMOVUPS     Z6, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z6
+	VMULPS      Z6, Z7, Z7
+	VMOVUPS     Z7, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3366
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3365
+	JMP         epi_done_2810
+
+epi_flag_3361:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3367
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         SI, SI
+
+epi_strip_3368:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z2
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z5
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_3369:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (BX)(R10*4), Z6, Z6
+	VADDPS      Z3, Z6, Z6
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VADDPS      Z5, Z7, Z7
+	VORPS.BCST  epilogueExp<>+500(SB), Z6, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMULPS.BCST epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS $0x00, Z12, Z10
+	VRNDSCALEPS $0x00, Z13, Z11
+	VMULPS.BCST epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z Z10, Z12, K3, Z8
+	VSCALEFPS.Z Z11, Z13, K4, Z9
+	VCMPPS      $0x19, Z0, Z6, K3
+	VMOVAPS     Z6, Z10
+	VMULPS      Z8, Z6, K3, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z8, Z6
+	VDIVPS      Z6, Z10, Z6
+	VCMPPS      $0x19, Z0, Z7, K3
+	VMOVAPS     Z7, Z8
+	VMULPS      Z9, Z7, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z8, Z7
+	VMOVUPS.Z   (R8)(SI*4), K1, Z8
+	VADDPS      Z8, Z6, Z6
+	VMOVUPS     Z6, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z6
+	VADDPS      Z6, Z7, Z7
+	VMOVUPS     Z7, K2, 64(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3369
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3368
+	JMP         epi_done_2810
+
+epi_flag_3367:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS epilogueExp<>+480(SB), Z1
+	XORQ         SI, SI
+
+epi_strip_3370:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z2
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z3
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z4
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z5
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outF32+96(FP), R9
+	XORQ      R10, R10
+
+epi_row_3371:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z6
+	VCVTDQ2PS   Z6, Z6
+	VMULPS      Z2, Z6, Z6
+	VMULPS.BCST (BX)(R10*4), Z6, Z6
+	VADDPS      Z3, Z6, Z6
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VMULPS.BCST (BX)(R10*4), Z7, Z7
+	VADDPS      Z5, Z7, Z7
+	VORPS.BCST  epilogueExp<>+500(SB), Z6, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS      Z8, Z1, Z8
+	VMAXPS      Z9, Z1, Z9
+	VMULPS.BCST epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS $0x00, Z12, Z10
+	VRNDSCALEPS $0x00, Z13, Z11
+	VMULPS.BCST epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS      Z12, Z8, Z8
+	VSUBPS      Z13, Z9, Z9
+	VMULPS.BCST epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VMULPS      Z8, Z12, Z12
+	VMULPS      Z9, Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z Z10, Z12, K3, Z8
+	VSCALEFPS.Z Z11, Z13, K4, Z9
+	VCMPPS      $0x19, Z0, Z6, K3
+	VMOVAPS     Z6, Z10
+	VMULPS      Z8, Z6, K3, Z10
+	VADDPS.BCST epilogueExp<>+496(SB), Z8, Z6
+	VDIVPS      Z6, Z10, Z6
+	VCMPPS      $0x19, Z0, Z7, K3
+	VMOVAPS     Z7, Z8
+	VMULPS      Z9, Z7, K3, Z8
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z8, Z7
+	VMOVUPS.Z   (R8)(SI*4), K1, Z8
+	VMULPS      Z8, Z6, Z6
+	VMOVUPS     Z6, K1, (R9)(SI*4)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z6
+	VMULPS      Z6, Z7, Z7
+	VMOVUPS     Z7, K2, 64(R9)(SI*4)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3371
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3370
+	JMP         epi_done_2810
+
+epi_flag_3360:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3372
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3373
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         BX, BX
+
+epi_strip_3374:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3375:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VADDPS      Z6, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z4, Z11
+	VMAXPS      Z12, Z4, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z3, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z3, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMOVUPS.Z   (DI)(BX*4), K1, Z11
+	VADDPS      Z11, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3375
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3374
+	JMP         epi_done_2810
+
+epi_flag_3373:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         BX, BX
+
+epi_strip_3376:
+	LEAQ      epilogueColMasks<>+0(SB), SI
+	MOVQ      n+24(FP), DI
+	SUBQ      BX, DI
+	MOVQ      $0x00000020, R8
+	CMPQ      DI, R8
+	CMOVQLT   DI, R8
+	KMOVQ     (SI)(R8*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z5
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z (SI)(BX*4), K1, Z6
+	MOVQ      scale+56(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z7
+	MOVQ      bias+72(FP), SI
+	VMOVUPS.Z 64(SI)(BX*4), K2, Z8
+	MOVQ      c+0(FP), SI
+	MOVQ      res+80(FP), DI
+	MOVQ      outU8+104(FP), R8
+	XORQ      R9, R9
+
+epi_row_3377:
+	VMOVDQU32.Z (SI)(BX*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VADDPS      Z6, Z9, Z9
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z4, Z11
+	VMAXPS      Z12, Z4, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z3, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z3, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMOVUPS.Z   (DI)(BX*4), K1, Z11
+	VMULPS      Z11, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VMULPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3377
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3376
+	JMP         epi_done_2810
+
+epi_flag_3372:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3378
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         SI, SI
+
+epi_strip_3379:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3380:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VADDPS      Z6, Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z4, Z11
+	VMAXPS      Z12, Z4, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z3, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z3, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMOVUPS.Z   (R8)(SI*4), K1, Z11
+	VADDPS      Z11, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3380
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3379
+	JMP         epi_done_2810
+
+epi_flag_3378:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	VBROADCASTSS invScale+120(FP), Z0
+	VBROADCASTSS clampLo+128(FP), Z1
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z2
+	VPXORD       Z3, Z3, Z3
+	VBROADCASTSS epilogueExp<>+480(SB), Z4
+	XORQ         SI, SI
+
+epi_strip_3381:
+	LEAQ      epilogueColMasks<>+0(SB), DI
+	MOVQ      n+24(FP), R8
+	SUBQ      SI, R8
+	MOVQ      $0x00000020, R9
+	CMPQ      R8, R9
+	CMOVQLT   R8, R9
+	KMOVQ     (DI)(R9*8), K1
+	KSHIFTRQ  $0x10, K1, K2
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z5
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z (DI)(SI*4), K1, Z6
+	MOVQ      scale+56(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z7
+	MOVQ      bias+72(FP), DI
+	VMOVUPS.Z 64(DI)(SI*4), K2, Z8
+	MOVQ      c+0(FP), DI
+	MOVQ      res+80(FP), R8
+	MOVQ      outU8+104(FP), R9
+	XORQ      R10, R10
+
+epi_row_3382:
+	VMOVDQU32.Z (DI)(SI*4), K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VMULPS.BCST (BX)(R10*4), Z9, Z9
+	VADDPS      Z6, Z9, Z9
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMULPS.BCST (BX)(R10*4), Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z4, Z11
+	VMAXPS      Z12, Z4, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z3, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z3, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMOVUPS.Z   (R8)(SI*4), K1, Z11
+	VMULPS      Z11, Z9, Z9
+	VMULPS      Z0, Z9, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K1, (R9)(SI*1)
+	VMOVUPS.Z   64(R8)(SI*4), K2, Z9
+	VMULPS      Z9, Z10, Z10
+	VMULPS      Z0, Z10, Z9
+	VMAXPS      Z1, Z9, Z9
+	VCVTPS2DQ   Z9, Z9
+	VPADDD      Z2, Z9, Z9
+	VPMOVUSDB   Z9, K2, 16(R9)(SI*1)
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        DX, R9
+	INCQ        R10
+	CMPQ        R10, m+16(FP)
+	JL          epi_row_3382
+	ADDQ        $0x20, SI
+	CMPQ        SI, n+24(FP)
+	JL          epi_strip_3381
+	JMP         epi_done_2810
+
+epi_flag_3311:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_3383
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3384
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3385
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3386
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         DX, DX
+
+epi_strip_3387:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z1, Z3
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z4
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z6
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_3388:
+	VPADDD.Z    (BX)(DX*4), Z3, K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VPADDD.Z    64(BX)(DX*4), Z5, K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z1, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z1, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMOVUPS     Z7, K1, (SI)(DX*4)
+	VMOVUPS     Z8, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3388
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3387
+	JMP         epi_done_2810
+
+epi_flag_3386:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         SI, SI
+
+epi_strip_3389:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z3
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z4
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z5
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z6
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3390:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z3, Z0, Z8
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z7
+	VPSUBD       Z8, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMULPS       Z4, Z7, Z7
+	VMULPS.BCST  (DX)(R9*4), Z7, Z7
+	VPMULLD      Z5, Z0, Z8
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z8, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z6, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z7, Z8
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z9
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS       Z8, Z2, Z8
+	VMAXPS       Z9, Z2, Z9
+	VMULPS.BCST  epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST  epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS  $0x00, Z12, Z10
+	VRNDSCALEPS  $0x00, Z13, Z11
+	VMULPS.BCST  epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST  epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS       Z12, Z8, Z8
+	VSUBPS       Z13, Z9, Z9
+	VMULPS.BCST  epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST  epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS       Z12, Z8, Z8
+	VSUBPS       Z13, Z9, Z9
+	VMULPS.BCST  epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST  epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST  epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+508(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+512(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+516(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+520(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+524(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z  Z10, Z12, K3, Z8
+	VSCALEFPS.Z  Z11, Z13, K4, Z9
+	VCMPPS       $0x19, Z1, Z7, K3
+	VMOVAPS      Z7, Z10
+	VMULPS       Z8, Z7, K3, Z10
+	VADDPS.BCST  epilogueExp<>+496(SB), Z8, Z7
+	VDIVPS       Z7, Z10, Z7
+	VCMPPS       $0x19, Z1, Z0, K3
+	VMOVAPS      Z0, Z8
+	VMULPS       Z9, Z0, K3, Z8
+	VADDPS.BCST  epilogueExp<>+496(SB), Z9, Z0
+	VDIVPS       Z0, Z8, Z0
+	VMOVUPS      Z7, K1, (R8)(SI*4)
+	VMOVUPS      Z0, K2, 64(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_3390
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_3389
+	JMP          epi_done_2810
+
+epi_flag_3385:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3391
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         DX, DX
+
+epi_strip_3392:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z4, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z8
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z9
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_3393:
+	VPADDD.Z    (BX)(DX*4), Z6, K1, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPADDD.Z    64(BX)(DX*4), Z8, K2, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z9, Z11, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VORPS.BCST  epilogueExp<>+500(SB), Z11, Z13
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z13, K4
+	VMAXPS      Z12, Z5, Z12
+	VMAXPS      Z13, Z5, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VMULPS.BCST epilogueExp<>+484(SB), Z13, Z17
+	VRNDSCALEPS $0x00, Z16, Z14
+	VRNDSCALEPS $0x00, Z17, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VMULPS.BCST epilogueExp<>+488(SB), Z15, Z17
+	VSUBPS      Z16, Z12, Z12
+	VSUBPS      Z17, Z13, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VMULPS.BCST epilogueExp<>+492(SB), Z15, Z17
+	VSUBPS      Z16, Z12, Z12
+	VSUBPS      Z17, Z13, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VMULPS.BCST epilogueExp<>+504(SB), Z13, Z17
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z17, Z17
+	VSCALEFPS.Z Z14, Z16, K3, Z12
+	VSCALEFPS.Z Z15, Z17, K4, Z13
+	VCMPPS      $0x19, Z4, Z10, K3
+	VMOVAPS     Z10, Z14
+	VMULPS      Z12, Z10, K3, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z14, Z10
+	VCMPPS      $0x19, Z4, Z11, K3
+	VMOVAPS     Z11, Z12
+	VMULPS      Z13, Z11, K3, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z11
+	VDIVPS      Z11, Z12, Z11
+	VMULPS      Z1, Z10, Z10
+	VMAXPS      Z2, Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (SI)(DX*1)
+	VMULPS      Z1, Z11, Z10
+	VMAXPS      Z2, Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3393
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3392
+	JMP         epi_done_2810
+
+epi_flag_3391:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         SI, SI
+
+epi_strip_3394:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z7
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z8
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z9
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3395:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z6, Z0, Z11
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z7, Z10, Z10
+	VMULPS.BCST  (DX)(R9*4), Z10, Z10
+	VPMULLD      Z8, Z0, Z11
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z11, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z10, Z11
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z12
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS       Z11, Z5, Z11
+	VMAXPS       Z12, Z5, Z12
+	VMULPS.BCST  epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST  epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS  $0x00, Z15, Z13
+	VRNDSCALEPS  $0x00, Z16, Z14
+	VMULPS.BCST  epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST  epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS       Z15, Z11, Z11
+	VSUBPS       Z16, Z12, Z12
+	VMULPS.BCST  epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST  epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS       Z15, Z11, Z11
+	VSUBPS       Z16, Z12, Z12
+	VMULPS.BCST  epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST  epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST  epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+508(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+512(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+516(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+520(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+524(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z  Z13, Z15, K3, Z11
+	VSCALEFPS.Z  Z14, Z16, K4, Z12
+	VCMPPS       $0x19, Z4, Z10, K3
+	VMOVAPS      Z10, Z13
+	VMULPS       Z11, Z10, K3, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z11, Z10
+	VDIVPS       Z10, Z13, Z10
+	VCMPPS       $0x19, Z4, Z0, K3
+	VMOVAPS      Z0, Z11
+	VMULPS       Z12, Z0, K3, Z11
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z0
+	VDIVPS       Z0, Z11, Z0
+	VMULPS       Z1, Z10, Z10
+	VMAXPS       Z2, Z10, Z10
+	VCVTPS2DQ    Z10, Z10
+	VPADDD       Z3, Z10, Z10
+	VPMOVUSDB    Z10, K1, (R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_3395
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_3394
+	JMP          epi_done_2810
+
+epi_flag_3384:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3396
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3397
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3398
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         BX, BX
+
+epi_strip_3399:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z1, Z3
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3400:
+	VPADDD.Z    (SI)(BX*4), Z3, K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VPADDD.Z    64(SI)(BX*4), Z5, K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z1, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z1, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VADDPS      Z9, Z7, Z7
+	VMOVUPS     Z7, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z7
+	VADDPS      Z7, Z8, Z8
+	VMOVUPS     Z8, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3400
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3399
+	JMP         epi_done_2810
+
+epi_flag_3398:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         BX, BX
+
+epi_strip_3401:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z1, Z3
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z5
+	VPMULLD     Z5, Z0, Z5
+	VPSUBD      Z5, Z1, Z5
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z6
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3402:
+	VPADDD.Z    (SI)(BX*4), Z3, K1, Z7
+	VCVTDQ2PS   Z7, Z7
+	VMULPS      Z4, Z7, Z7
+	VPADDD.Z    64(SI)(BX*4), Z5, K2, Z8
+	VCVTDQ2PS   Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VORPS.BCST  epilogueExp<>+500(SB), Z7, Z9
+	VORPS.BCST  epilogueExp<>+500(SB), Z8, Z10
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z9, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z10, K4
+	VMAXPS      Z9, Z2, Z9
+	VMAXPS      Z10, Z2, Z10
+	VMULPS.BCST epilogueExp<>+484(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z10, Z14
+	VRNDSCALEPS $0x00, Z13, Z11
+	VRNDSCALEPS $0x00, Z14, Z12
+	VMULPS.BCST epilogueExp<>+488(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+488(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+492(SB), Z11, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z12, Z14
+	VSUBPS      Z13, Z9, Z9
+	VSUBPS      Z14, Z10, Z10
+	VMULPS.BCST epilogueExp<>+504(SB), Z9, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z10, Z14
+	VADDPS.BCST epilogueExp<>+508(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+508(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+512(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+512(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+516(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+516(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+520(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+520(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+524(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+524(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VMULPS      Z9, Z13, Z13
+	VMULPS      Z10, Z14, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z14
+	VSCALEFPS.Z Z11, Z13, K3, Z9
+	VSCALEFPS.Z Z12, Z14, K4, Z10
+	VCMPPS      $0x19, Z1, Z7, K3
+	VMOVAPS     Z7, Z11
+	VMULPS      Z9, Z7, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z9, Z7
+	VDIVPS      Z7, Z11, Z7
+	VCMPPS      $0x19, Z1, Z8, K3
+	VMOVAPS     Z8, Z9
+	VMULPS      Z10, Z8, K3, Z9
+	VADDPS.BCST epilogueExp<>+496(SB), Z10, Z8
+	VDIVPS      Z8, Z9, Z8
+	VMOVUPS.Z   (DI)(BX*4), K1, Z9
+	VMULPS      Z9, Z7, Z7
+	VMOVUPS     Z7, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z7
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     Z8, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3402
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3401
+	JMP         epi_done_2810
+
+epi_flag_3397:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3403
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         DI, DI
+
+epi_strip_3404:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z3
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3405:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z3, Z0, Z8
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z7
+	VPSUBD       Z8, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMULPS       Z4, Z7, Z7
+	VMULPS.BCST  (BX)(R11*4), Z7, Z7
+	VPMULLD      Z5, Z0, Z8
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z8, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z6, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z7, Z8
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z9
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS       Z8, Z2, Z8
+	VMAXPS       Z9, Z2, Z9
+	VMULPS.BCST  epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST  epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS  $0x00, Z12, Z10
+	VRNDSCALEPS  $0x00, Z13, Z11
+	VMULPS.BCST  epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST  epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS       Z12, Z8, Z8
+	VSUBPS       Z13, Z9, Z9
+	VMULPS.BCST  epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST  epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS       Z12, Z8, Z8
+	VSUBPS       Z13, Z9, Z9
+	VMULPS.BCST  epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST  epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST  epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+508(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+512(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+516(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+520(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+524(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z  Z10, Z12, K3, Z8
+	VSCALEFPS.Z  Z11, Z13, K4, Z9
+	VCMPPS       $0x19, Z1, Z7, K3
+	VMOVAPS      Z7, Z10
+	VMULPS       Z8, Z7, K3, Z10
+	VADDPS.BCST  epilogueExp<>+496(SB), Z8, Z7
+	VDIVPS       Z7, Z10, Z7
+	VCMPPS       $0x19, Z1, Z0, K3
+	VMOVAPS      Z0, Z8
+	VMULPS       Z9, Z0, K3, Z8
+	VADDPS.BCST  epilogueExp<>+496(SB), Z9, Z0
+	VDIVPS       Z0, Z8, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z8
+	VADDPS       Z8, Z7, Z7
+	VMOVUPS      Z7, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z7
+	VADDPS       Z7, Z0, Z0
+	VMOVUPS      Z0, K2, 64(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3405
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3404
+	JMP          epi_done_2810
+
+epi_flag_3403:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         DI, DI
+
+epi_strip_3406:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z3
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z4
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z5
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z6
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3407:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z3, Z0, Z8
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z7
+	VPSUBD       Z8, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	VMULPS       Z4, Z7, Z7
+	VMULPS.BCST  (BX)(R11*4), Z7, Z7
+	VPMULLD      Z5, Z0, Z8
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z8, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z6, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z7, Z8
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z9
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z8, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z9, K4
+	VMAXPS       Z8, Z2, Z8
+	VMAXPS       Z9, Z2, Z9
+	VMULPS.BCST  epilogueExp<>+484(SB), Z8, Z12
+	VMULPS.BCST  epilogueExp<>+484(SB), Z9, Z13
+	VRNDSCALEPS  $0x00, Z12, Z10
+	VRNDSCALEPS  $0x00, Z13, Z11
+	VMULPS.BCST  epilogueExp<>+488(SB), Z10, Z12
+	VMULPS.BCST  epilogueExp<>+488(SB), Z11, Z13
+	VSUBPS       Z12, Z8, Z8
+	VSUBPS       Z13, Z9, Z9
+	VMULPS.BCST  epilogueExp<>+492(SB), Z10, Z12
+	VMULPS.BCST  epilogueExp<>+492(SB), Z11, Z13
+	VSUBPS       Z12, Z8, Z8
+	VSUBPS       Z13, Z9, Z9
+	VMULPS.BCST  epilogueExp<>+504(SB), Z8, Z12
+	VMULPS.BCST  epilogueExp<>+504(SB), Z9, Z13
+	VADDPS.BCST  epilogueExp<>+508(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+508(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+512(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+512(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+516(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+516(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+520(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+520(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+524(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+524(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z13
+	VMULPS       Z8, Z12, Z12
+	VMULPS       Z9, Z13, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z13
+	VSCALEFPS.Z  Z10, Z12, K3, Z8
+	VSCALEFPS.Z  Z11, Z13, K4, Z9
+	VCMPPS       $0x19, Z1, Z7, K3
+	VMOVAPS      Z7, Z10
+	VMULPS       Z8, Z7, K3, Z10
+	VADDPS.BCST  epilogueExp<>+496(SB), Z8, Z7
+	VDIVPS       Z7, Z10, Z7
+	VCMPPS       $0x19, Z1, Z0, K3
+	VMOVAPS      Z0, Z8
+	VMULPS       Z9, Z0, K3, Z8
+	VADDPS.BCST  epilogueExp<>+496(SB), Z9, Z0
+	VDIVPS       Z0, Z8, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z8
+	VMULPS       Z8, Z7, Z7
+	VMOVUPS      Z7, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z7
+	VMULPS       Z7, Z0, Z0
+	VMOVUPS      Z0, K2, 64(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3407
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3406
+	JMP          epi_done_2810
+
+epi_flag_3396:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3408
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3409
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         BX, BX
+
+epi_strip_3410:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z4, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3411:
+	VPADDD.Z    (SI)(BX*4), Z6, K1, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPADDD.Z    64(SI)(BX*4), Z8, K2, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z9, Z11, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VORPS.BCST  epilogueExp<>+500(SB), Z11, Z13
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z13, K4
+	VMAXPS      Z12, Z5, Z12
+	VMAXPS      Z13, Z5, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VMULPS.BCST epilogueExp<>+484(SB), Z13, Z17
+	VRNDSCALEPS $0x00, Z16, Z14
+	VRNDSCALEPS $0x00, Z17, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VMULPS.BCST epilogueExp<>+488(SB), Z15, Z17
+	VSUBPS      Z16, Z12, Z12
+	VSUBPS      Z17, Z13, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VMULPS.BCST epilogueExp<>+492(SB), Z15, Z17
+	VSUBPS      Z16, Z12, Z12
+	VSUBPS      Z17, Z13, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VMULPS.BCST epilogueExp<>+504(SB), Z13, Z17
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z17, Z17
+	VSCALEFPS.Z Z14, Z16, K3, Z12
+	VSCALEFPS.Z Z15, Z17, K4, Z13
+	VCMPPS      $0x19, Z4, Z10, K3
+	VMOVAPS     Z10, Z14
+	VMULPS      Z12, Z10, K3, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z14, Z10
+	VCMPPS      $0x19, Z4, Z11, K3
+	VMOVAPS     Z11, Z12
+	VMULPS      Z13, Z11, K3, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z11
+	VDIVPS      Z11, Z12, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VADDPS      Z12, Z10, Z10
+	VMULPS      Z1, Z10, Z10
+	VMAXPS      Z2, Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z10
+	VADDPS      Z10, Z11, Z11
+	VMULPS      Z1, Z11, Z10
+	VMAXPS      Z2, Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3411
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3410
+	JMP         epi_done_2810
+
+epi_flag_3409:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         BX, BX
+
+epi_strip_3412:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z4, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z8
+	VPMULLD     Z8, Z0, Z8
+	VPSUBD      Z8, Z4, Z8
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z9
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3413:
+	VPADDD.Z    (SI)(BX*4), Z6, K1, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPADDD.Z    64(SI)(BX*4), Z8, K2, Z11
+	VCVTDQ2PS   Z11, Z11
+	VMULPS      Z9, Z11, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VORPS.BCST  epilogueExp<>+500(SB), Z11, Z13
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z13, K4
+	VMAXPS      Z12, Z5, Z12
+	VMAXPS      Z13, Z5, Z13
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VMULPS.BCST epilogueExp<>+484(SB), Z13, Z17
+	VRNDSCALEPS $0x00, Z16, Z14
+	VRNDSCALEPS $0x00, Z17, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VMULPS.BCST epilogueExp<>+488(SB), Z15, Z17
+	VSUBPS      Z16, Z12, Z12
+	VSUBPS      Z17, Z13, Z13
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VMULPS.BCST epilogueExp<>+492(SB), Z15, Z17
+	VSUBPS      Z16, Z12, Z12
+	VSUBPS      Z17, Z13, Z13
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VMULPS.BCST epilogueExp<>+504(SB), Z13, Z17
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z17, Z17
+	VMULPS      Z12, Z16, Z16
+	VMULPS      Z13, Z17, Z17
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z17, Z17
+	VSCALEFPS.Z Z14, Z16, K3, Z12
+	VSCALEFPS.Z Z15, Z17, K4, Z13
+	VCMPPS      $0x19, Z4, Z10, K3
+	VMOVAPS     Z10, Z14
+	VMULPS      Z12, Z10, K3, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z14, Z10
+	VCMPPS      $0x19, Z4, Z11, K3
+	VMOVAPS     Z11, Z12
+	VMULPS      Z13, Z11, K3, Z12
+	VADDPS.BCST epilogueExp<>+496(SB), Z13, Z11
+	VDIVPS      Z11, Z12, Z11
+	VMOVUPS.Z   (DI)(BX*4), K1, Z12
+	VMULPS      Z12, Z10, Z10
+	VMULPS      Z1, Z10, Z10
+	VMAXPS      Z2, Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z3, Z10, Z10
+	VPMOVUSDB   Z10, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z10
+	VMULPS      Z10, Z11, Z11
+	VMULPS      Z1, Z11, Z10
+	VMAXPS      Z2, Z10, Z10
+	VCVTPS2DQ   Z10, Z10
+	VPADDD      Z3, Z10, Z10
+	VPMOVUSDB   Z10, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3413
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3412
+	JMP         epi_done_2810
+
+epi_flag_3408:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3414
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         DI, DI
+
+epi_strip_3415:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3416:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z6, Z0, Z11
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z7, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z8, Z0, Z11
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z11, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z10, Z11
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z12
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS       Z11, Z5, Z11
+	VMAXPS       Z12, Z5, Z12
+	VMULPS.BCST  epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST  epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS  $0x00, Z15, Z13
+	VRNDSCALEPS  $0x00, Z16, Z14
+	VMULPS.BCST  epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST  epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS       Z15, Z11, Z11
+	VSUBPS       Z16, Z12, Z12
+	VMULPS.BCST  epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST  epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS       Z15, Z11, Z11
+	VSUBPS       Z16, Z12, Z12
+	VMULPS.BCST  epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST  epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST  epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+508(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+512(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+516(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+520(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+524(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z  Z13, Z15, K3, Z11
+	VSCALEFPS.Z  Z14, Z16, K4, Z12
+	VCMPPS       $0x19, Z4, Z10, K3
+	VMOVAPS      Z10, Z13
+	VMULPS       Z11, Z10, K3, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z11, Z10
+	VDIVPS       Z10, Z13, Z10
+	VCMPPS       $0x19, Z4, Z0, K3
+	VMOVAPS      Z0, Z11
+	VMULPS       Z12, Z0, K3, Z11
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z0
+	VDIVPS       Z0, Z11, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z11
+	VADDPS       Z11, Z10, Z10
+	VMULPS       Z1, Z10, Z10
+	VMAXPS       Z2, Z10, Z10
+	VCVTPS2DQ    Z10, Z10
+	VPADDD       Z3, Z10, Z10
+	VPMOVUSDB    Z10, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z10
+	VADDPS       Z10, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3416
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3415
+	JMP          epi_done_2810
+
+epi_flag_3414:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         DI, DI
+
+epi_strip_3417:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z8
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z9
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3418:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z6, Z0, Z11
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z10
+	VPSUBD       Z11, Z10, Z10
+	VCVTDQ2PS    Z10, Z10
+	VMULPS       Z7, Z10, Z10
+	VMULPS.BCST  (BX)(R11*4), Z10, Z10
+	VPMULLD      Z8, Z0, Z11
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z11, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z9, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z10, Z11
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z12
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS       Z11, Z5, Z11
+	VMAXPS       Z12, Z5, Z12
+	VMULPS.BCST  epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST  epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS  $0x00, Z15, Z13
+	VRNDSCALEPS  $0x00, Z16, Z14
+	VMULPS.BCST  epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST  epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS       Z15, Z11, Z11
+	VSUBPS       Z16, Z12, Z12
+	VMULPS.BCST  epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST  epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS       Z15, Z11, Z11
+	VSUBPS       Z16, Z12, Z12
+	VMULPS.BCST  epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST  epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST  epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+508(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+512(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+516(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+520(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+524(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z16, Z16
+	VMULPS       Z11, Z15, Z15
+	VMULPS       Z12, Z16, Z16
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z  Z13, Z15, K3, Z11
+	VSCALEFPS.Z  Z14, Z16, K4, Z12
+	VCMPPS       $0x19, Z4, Z10, K3
+	VMOVAPS      Z10, Z13
+	VMULPS       Z11, Z10, K3, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z11, Z10
+	VDIVPS       Z10, Z13, Z10
+	VCMPPS       $0x19, Z4, Z0, K3
+	VMOVAPS      Z0, Z11
+	VMULPS       Z12, Z0, K3, Z11
+	VADDPS.BCST  epilogueExp<>+496(SB), Z12, Z0
+	VDIVPS       Z0, Z11, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z11
+	VMULPS       Z11, Z10, Z10
+	VMULPS       Z1, Z10, Z10
+	VMAXPS       Z2, Z10, Z10
+	VCVTPS2DQ    Z10, Z10
+	VPADDD       Z3, Z10, Z10
+	VPMOVUSDB    Z10, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z10
+	VMULPS       Z10, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3418
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3417
+	JMP          epi_done_2810
+
+epi_flag_3383:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_3419
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3420
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3421
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         DX, DX
+
+epi_strip_3422:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z1, Z3
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z4
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z5
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z7
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z8
+	MOVQ        c+0(FP), BX
+	MOVQ        outF32+96(FP), SI
+	XORQ        DI, DI
+
+epi_row_3423:
+	VPADDD.Z    (BX)(DX*4), Z3, K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z4, Z9, Z9
+	VADDPS      Z5, Z9, Z9
+	VPADDD.Z    64(BX)(DX*4), Z6, K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z2, Z11
+	VMAXPS      Z12, Z2, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z1, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z1, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMOVUPS     Z9, K1, (SI)(DX*4)
+	VMOVUPS     Z10, K2, 64(SI)(DX*4)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3423
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3422
+	JMP         epi_done_2810
+
+epi_flag_3421:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         SI, SI
+
+epi_strip_3424:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z3
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z4
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z5
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z7
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z8
+	MOVQ        c+0(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3425:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z3, Z0, Z10
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z4, Z9, Z9
+	VMULPS.BCST  (DX)(R9*4), Z9, Z9
+	VADDPS       Z5, Z9, Z9
+	VPMULLD      Z6, Z0, Z10
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z10, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z7, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z8, Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z9, Z10
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z11
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z10, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z11, K4
+	VMAXPS       Z10, Z2, Z10
+	VMAXPS       Z11, Z2, Z11
+	VMULPS.BCST  epilogueExp<>+484(SB), Z10, Z14
+	VMULPS.BCST  epilogueExp<>+484(SB), Z11, Z15
+	VRNDSCALEPS  $0x00, Z14, Z12
+	VRNDSCALEPS  $0x00, Z15, Z13
+	VMULPS.BCST  epilogueExp<>+488(SB), Z12, Z14
+	VMULPS.BCST  epilogueExp<>+488(SB), Z13, Z15
+	VSUBPS       Z14, Z10, Z10
+	VSUBPS       Z15, Z11, Z11
+	VMULPS.BCST  epilogueExp<>+492(SB), Z12, Z14
+	VMULPS.BCST  epilogueExp<>+492(SB), Z13, Z15
+	VSUBPS       Z14, Z10, Z10
+	VSUBPS       Z15, Z11, Z11
+	VMULPS.BCST  epilogueExp<>+504(SB), Z10, Z14
+	VMULPS.BCST  epilogueExp<>+504(SB), Z11, Z15
+	VADDPS.BCST  epilogueExp<>+508(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+508(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+512(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+512(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+516(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+516(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+520(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+520(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+524(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+524(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VSCALEFPS.Z  Z12, Z14, K3, Z10
+	VSCALEFPS.Z  Z13, Z15, K4, Z11
+	VCMPPS       $0x19, Z1, Z9, K3
+	VMOVAPS      Z9, Z12
+	VMULPS       Z10, Z9, K3, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z10, Z9
+	VDIVPS       Z9, Z12, Z9
+	VCMPPS       $0x19, Z1, Z0, K3
+	VMOVAPS      Z0, Z10
+	VMULPS       Z11, Z0, K3, Z10
+	VADDPS.BCST  epilogueExp<>+496(SB), Z11, Z0
+	VDIVPS       Z0, Z10, Z0
+	VMOVUPS      Z9, K1, (R8)(SI*4)
+	VMOVUPS      Z0, K2, 64(R8)(SI*4)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_3425
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_3424
+	JMP          epi_done_2810
+
+epi_flag_3420:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3426
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVL         aZero+40(FP), DX
+	VPBROADCASTD DX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DX
+	VPBROADCASTD DX, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         DX, DX
+
+epi_strip_3427:
+	LEAQ        epilogueColMasks<>+0(SB), BX
+	MOVQ        n+24(FP), SI
+	SUBQ        DX, SI
+	MOVQ        $0x00000020, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	KMOVQ       (BX)(DI*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z (BX)(DX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z4, Z6
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z7
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   (BX)(DX*4), K1, Z8
+	MOVQ        colSum+32(FP), BX
+	VMOVDQU32.Z 64(BX)(DX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z10
+	MOVQ        bias+72(FP), BX
+	VMOVUPS.Z   64(BX)(DX*4), K2, Z11
+	MOVQ        c+0(FP), BX
+	MOVQ        outU8+104(FP), SI
+	XORQ        DI, DI
+
+epi_row_3428:
+	VPADDD.Z    (BX)(DX*4), Z6, K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VPADDD.Z    64(BX)(DX*4), Z9, K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z10, Z13, Z13
+	VADDPS      Z11, Z13, Z13
+	VORPS.BCST  epilogueExp<>+500(SB), Z12, Z14
+	VORPS.BCST  epilogueExp<>+500(SB), Z13, Z15
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z14, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z15, K4
+	VMAXPS      Z14, Z5, Z14
+	VMAXPS      Z15, Z5, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z14, Z18
+	VMULPS.BCST epilogueExp<>+484(SB), Z15, Z19
+	VRNDSCALEPS $0x00, Z18, Z16
+	VRNDSCALEPS $0x00, Z19, Z17
+	VMULPS.BCST epilogueExp<>+488(SB), Z16, Z18
+	VMULPS.BCST epilogueExp<>+488(SB), Z17, Z19
+	VSUBPS      Z18, Z14, Z14
+	VSUBPS      Z19, Z15, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z16, Z18
+	VMULPS.BCST epilogueExp<>+492(SB), Z17, Z19
+	VSUBPS      Z18, Z14, Z14
+	VSUBPS      Z19, Z15, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z14, Z18
+	VMULPS.BCST epilogueExp<>+504(SB), Z15, Z19
+	VADDPS.BCST epilogueExp<>+508(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+508(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+512(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+512(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+516(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+516(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+520(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+520(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+524(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+524(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+496(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+496(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+496(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+496(SB), Z19, Z19
+	VSCALEFPS.Z Z16, Z18, K3, Z14
+	VSCALEFPS.Z Z17, Z19, K4, Z15
+	VCMPPS      $0x19, Z4, Z12, K3
+	VMOVAPS     Z12, Z16
+	VMULPS      Z14, Z12, K3, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z12
+	VDIVPS      Z12, Z16, Z12
+	VCMPPS      $0x19, Z4, Z13, K3
+	VMOVAPS     Z13, Z14
+	VMULPS      Z15, Z13, K3, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z13
+	VDIVPS      Z13, Z14, Z13
+	VMULPS      Z1, Z12, Z12
+	VMAXPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (SI)(DX*1)
+	VMULPS      Z1, Z13, Z12
+	VMAXPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(SI)(DX*1)
+	ADDQ        AX, BX
+	ADDQ        CX, SI
+	INCQ        DI
+	CMPQ        DI, m+16(FP)
+	JL          epi_row_3428
+	ADDQ        $0x20, DX
+	CMPQ        DX, n+24(FP)
+	JL          epi_strip_3427
+	JMP         epi_done_2810
+
+epi_flag_3426:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         rowScale+64(FP), DX
+	MOVQ         rowZero+48(FP), BX
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), SI
+	VPBROADCASTD SI, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         SI, SI
+
+epi_strip_3429:
+	LEAQ        epilogueColMasks<>+0(SB), DI
+	MOVQ        n+24(FP), R8
+	SUBQ        SI, R8
+	MOVQ        $0x00000020, R9
+	CMPQ        R8, R9
+	CMOVQLT     R8, R9
+	KMOVQ       (DI)(R9*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z (DI)(SI*4), K1, Z6
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z7
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   (DI)(SI*4), K1, Z8
+	MOVQ        colSum+32(FP), DI
+	VMOVDQU32.Z 64(DI)(SI*4), K2, Z9
+	MOVQ        scale+56(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z10
+	MOVQ        bias+72(FP), DI
+	VMOVUPS.Z   64(DI)(SI*4), K2, Z11
+	MOVQ        c+0(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3430:
+	VPBROADCASTD (BX)(R9*4), Z0
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  (DI)(SI*4), K1, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (DX)(R9*4), Z12, Z12
+	VADDPS       Z8, Z12, Z12
+	VPMULLD      Z9, Z0, Z13
+	VMOVDQU32.Z  64(DI)(SI*4), K2, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z10, Z0, Z0
+	VMULPS.BCST  (DX)(R9*4), Z0, Z0
+	VADDPS       Z11, Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z12, Z13
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z14
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z13, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z14, K4
+	VMAXPS       Z13, Z5, Z13
+	VMAXPS       Z14, Z5, Z14
+	VMULPS.BCST  epilogueExp<>+484(SB), Z13, Z17
+	VMULPS.BCST  epilogueExp<>+484(SB), Z14, Z18
+	VRNDSCALEPS  $0x00, Z17, Z15
+	VRNDSCALEPS  $0x00, Z18, Z16
+	VMULPS.BCST  epilogueExp<>+488(SB), Z15, Z17
+	VMULPS.BCST  epilogueExp<>+488(SB), Z16, Z18
+	VSUBPS       Z17, Z13, Z13
+	VSUBPS       Z18, Z14, Z14
+	VMULPS.BCST  epilogueExp<>+492(SB), Z15, Z17
+	VMULPS.BCST  epilogueExp<>+492(SB), Z16, Z18
+	VSUBPS       Z17, Z13, Z13
+	VSUBPS       Z18, Z14, Z14
+	VMULPS.BCST  epilogueExp<>+504(SB), Z13, Z17
+	VMULPS.BCST  epilogueExp<>+504(SB), Z14, Z18
+	VADDPS.BCST  epilogueExp<>+508(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+508(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+512(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+512(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+516(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+516(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+520(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+520(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+524(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+524(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+496(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+496(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+496(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+496(SB), Z18, Z18
+	VSCALEFPS.Z  Z15, Z17, K3, Z13
+	VSCALEFPS.Z  Z16, Z18, K4, Z14
+	VCMPPS       $0x19, Z4, Z12, K3
+	VMOVAPS      Z12, Z15
+	VMULPS       Z13, Z12, K3, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z12
+	VDIVPS       Z12, Z15, Z12
+	VCMPPS       $0x19, Z4, Z0, K3
+	VMOVAPS      Z0, Z13
+	VMULPS       Z14, Z0, K3, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z0
+	VDIVPS       Z0, Z13, Z0
+	VMULPS       Z1, Z12, Z12
+	VMAXPS       Z2, Z12, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z3, Z12, Z12
+	VPMOVUSDB    Z12, K1, (R8)(SI*1)
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R8)(SI*1)
+	ADDQ         AX, DI
+	ADDQ         CX, R8
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi_row_3430
+	ADDQ         $0x20, SI
+	CMPQ         SI, n+24(FP)
+	JL           epi_strip_3429
+	JMP          epi_done_2810
+
+epi_flag_3419:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_3431
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3432
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3433
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         BX, BX
+
+epi_strip_3434:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z1, Z3
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z8
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3435:
+	VPADDD.Z    (SI)(BX*4), Z3, K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z4, Z9, Z9
+	VADDPS      Z5, Z9, Z9
+	VPADDD.Z    64(SI)(BX*4), Z6, K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z2, Z11
+	VMAXPS      Z12, Z2, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z1, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z1, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMOVUPS.Z   (DI)(BX*4), K1, Z11
+	VADDPS      Z11, Z9, Z9
+	VMOVUPS     Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VADDPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3435
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3434
+	JMP         epi_done_2810
+
+epi_flag_3433:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         BX, BX
+
+epi_strip_3436:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z3
+	VPMULLD     Z3, Z0, Z3
+	VPSUBD      Z3, Z1, Z3
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z4
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z5
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z1, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z7
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z8
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outF32+96(FP), R8
+	XORQ        R9, R9
+
+epi_row_3437:
+	VPADDD.Z    (SI)(BX*4), Z3, K1, Z9
+	VCVTDQ2PS   Z9, Z9
+	VMULPS      Z4, Z9, Z9
+	VADDPS      Z5, Z9, Z9
+	VPADDD.Z    64(SI)(BX*4), Z6, K2, Z10
+	VCVTDQ2PS   Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VADDPS      Z8, Z10, Z10
+	VORPS.BCST  epilogueExp<>+500(SB), Z9, Z11
+	VORPS.BCST  epilogueExp<>+500(SB), Z10, Z12
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z11, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z12, K4
+	VMAXPS      Z11, Z2, Z11
+	VMAXPS      Z12, Z2, Z12
+	VMULPS.BCST epilogueExp<>+484(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z12, Z16
+	VRNDSCALEPS $0x00, Z15, Z13
+	VRNDSCALEPS $0x00, Z16, Z14
+	VMULPS.BCST epilogueExp<>+488(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+488(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+492(SB), Z13, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z14, Z16
+	VSUBPS      Z15, Z11, Z11
+	VSUBPS      Z16, Z12, Z12
+	VMULPS.BCST epilogueExp<>+504(SB), Z11, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z12, Z16
+	VADDPS.BCST epilogueExp<>+508(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+508(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+512(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+512(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+516(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+516(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+520(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+520(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+524(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+524(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VMULPS      Z11, Z15, Z15
+	VMULPS      Z12, Z16, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z15
+	VADDPS.BCST epilogueExp<>+496(SB), Z16, Z16
+	VSCALEFPS.Z Z13, Z15, K3, Z11
+	VSCALEFPS.Z Z14, Z16, K4, Z12
+	VCMPPS      $0x19, Z1, Z9, K3
+	VMOVAPS     Z9, Z13
+	VMULPS      Z11, Z9, K3, Z13
+	VADDPS.BCST epilogueExp<>+496(SB), Z11, Z9
+	VDIVPS      Z9, Z13, Z9
+	VCMPPS      $0x19, Z1, Z10, K3
+	VMOVAPS     Z10, Z11
+	VMULPS      Z12, Z10, K3, Z11
+	VADDPS.BCST epilogueExp<>+496(SB), Z12, Z10
+	VDIVPS      Z10, Z11, Z10
+	VMOVUPS.Z   (DI)(BX*4), K1, Z11
+	VMULPS      Z11, Z9, Z9
+	VMOVUPS     Z9, K1, (R8)(BX*4)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z9
+	VMULPS      Z9, Z10, Z10
+	VMOVUPS     Z10, K2, 64(R8)(BX*4)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3437
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3436
+	JMP         epi_done_2810
+
+epi_flag_3432:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3438
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         DI, DI
+
+epi_strip_3439:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z3
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z4
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z5
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z7
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z8
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3440:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z3, Z0, Z10
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z4, Z9, Z9
+	VMULPS.BCST  (BX)(R11*4), Z9, Z9
+	VADDPS       Z5, Z9, Z9
+	VPMULLD      Z6, Z0, Z10
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z10, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z7, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z8, Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z9, Z10
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z11
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z10, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z11, K4
+	VMAXPS       Z10, Z2, Z10
+	VMAXPS       Z11, Z2, Z11
+	VMULPS.BCST  epilogueExp<>+484(SB), Z10, Z14
+	VMULPS.BCST  epilogueExp<>+484(SB), Z11, Z15
+	VRNDSCALEPS  $0x00, Z14, Z12
+	VRNDSCALEPS  $0x00, Z15, Z13
+	VMULPS.BCST  epilogueExp<>+488(SB), Z12, Z14
+	VMULPS.BCST  epilogueExp<>+488(SB), Z13, Z15
+	VSUBPS       Z14, Z10, Z10
+	VSUBPS       Z15, Z11, Z11
+	VMULPS.BCST  epilogueExp<>+492(SB), Z12, Z14
+	VMULPS.BCST  epilogueExp<>+492(SB), Z13, Z15
+	VSUBPS       Z14, Z10, Z10
+	VSUBPS       Z15, Z11, Z11
+	VMULPS.BCST  epilogueExp<>+504(SB), Z10, Z14
+	VMULPS.BCST  epilogueExp<>+504(SB), Z11, Z15
+	VADDPS.BCST  epilogueExp<>+508(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+508(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+512(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+512(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+516(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+516(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+520(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+520(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+524(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+524(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VSCALEFPS.Z  Z12, Z14, K3, Z10
+	VSCALEFPS.Z  Z13, Z15, K4, Z11
+	VCMPPS       $0x19, Z1, Z9, K3
+	VMOVAPS      Z9, Z12
+	VMULPS       Z10, Z9, K3, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z10, Z9
+	VDIVPS       Z9, Z12, Z9
+	VCMPPS       $0x19, Z1, Z0, K3
+	VMOVAPS      Z0, Z10
+	VMULPS       Z11, Z0, K3, Z10
+	VADDPS.BCST  epilogueExp<>+496(SB), Z11, Z0
+	VDIVPS       Z0, Z10, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z10
+	VADDPS       Z10, Z9, Z9
+	VMOVUPS      Z9, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z9
+	VADDPS       Z9, Z0, Z0
+	VMOVUPS      Z0, K2, 64(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3440
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3439
+	JMP          epi_done_2810
+
+epi_flag_3438:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	SHLQ         $0x02, DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VPXORD       Z1, Z1, Z1
+	VBROADCASTSS epilogueExp<>+480(SB), Z2
+	XORQ         DI, DI
+
+epi_strip_3441:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z3
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z4
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z5
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z7
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z8
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outF32+96(FP), R10
+	XORQ        R11, R11
+
+epi_row_3442:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z3, Z0, Z10
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z9
+	VPSUBD       Z10, Z9, Z9
+	VCVTDQ2PS    Z9, Z9
+	VMULPS       Z4, Z9, Z9
+	VMULPS.BCST  (BX)(R11*4), Z9, Z9
+	VADDPS       Z5, Z9, Z9
+	VPMULLD      Z6, Z0, Z10
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z10, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z7, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z8, Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z9, Z10
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z11
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z10, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z11, K4
+	VMAXPS       Z10, Z2, Z10
+	VMAXPS       Z11, Z2, Z11
+	VMULPS.BCST  epilogueExp<>+484(SB), Z10, Z14
+	VMULPS.BCST  epilogueExp<>+484(SB), Z11, Z15
+	VRNDSCALEPS  $0x00, Z14, Z12
+	VRNDSCALEPS  $0x00, Z15, Z13
+	VMULPS.BCST  epilogueExp<>+488(SB), Z12, Z14
+	VMULPS.BCST  epilogueExp<>+488(SB), Z13, Z15
+	VSUBPS       Z14, Z10, Z10
+	VSUBPS       Z15, Z11, Z11
+	VMULPS.BCST  epilogueExp<>+492(SB), Z12, Z14
+	VMULPS.BCST  epilogueExp<>+492(SB), Z13, Z15
+	VSUBPS       Z14, Z10, Z10
+	VSUBPS       Z15, Z11, Z11
+	VMULPS.BCST  epilogueExp<>+504(SB), Z10, Z14
+	VMULPS.BCST  epilogueExp<>+504(SB), Z11, Z15
+	VADDPS.BCST  epilogueExp<>+508(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+508(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+512(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+512(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+516(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+516(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+520(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+520(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+524(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+524(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VMULPS       Z10, Z14, Z14
+	VMULPS       Z11, Z15, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z14
+	VADDPS.BCST  epilogueExp<>+496(SB), Z15, Z15
+	VSCALEFPS.Z  Z12, Z14, K3, Z10
+	VSCALEFPS.Z  Z13, Z15, K4, Z11
+	VCMPPS       $0x19, Z1, Z9, K3
+	VMOVAPS      Z9, Z12
+	VMULPS       Z10, Z9, K3, Z12
+	VADDPS.BCST  epilogueExp<>+496(SB), Z10, Z9
+	VDIVPS       Z9, Z12, Z9
+	VCMPPS       $0x19, Z1, Z0, K3
+	VMOVAPS      Z0, Z10
+	VMULPS       Z11, Z0, K3, Z10
+	VADDPS.BCST  epilogueExp<>+496(SB), Z11, Z0
+	VDIVPS       Z0, Z10, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z10
+	VMULPS       Z10, Z9, Z9
+	VMOVUPS      Z9, K1, (R10)(DI*4)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z9
+	VMULPS       Z9, Z0, Z0
+	VMOVUPS      Z0, K2, 64(R10)(DI*4)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3442
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3441
+	JMP          epi_done_2810
+
+epi_flag_3431:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3443
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3444
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         BX, BX
+
+epi_strip_3445:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z4, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z8
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3446:
+	VPADDD.Z    (SI)(BX*4), Z6, K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VPADDD.Z    64(SI)(BX*4), Z9, K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z10, Z13, Z13
+	VADDPS      Z11, Z13, Z13
+	VORPS.BCST  epilogueExp<>+500(SB), Z12, Z14
+	VORPS.BCST  epilogueExp<>+500(SB), Z13, Z15
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z14, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z15, K4
+	VMAXPS      Z14, Z5, Z14
+	VMAXPS      Z15, Z5, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z14, Z18
+	VMULPS.BCST epilogueExp<>+484(SB), Z15, Z19
+	VRNDSCALEPS $0x00, Z18, Z16
+	VRNDSCALEPS $0x00, Z19, Z17
+	VMULPS.BCST epilogueExp<>+488(SB), Z16, Z18
+	VMULPS.BCST epilogueExp<>+488(SB), Z17, Z19
+	VSUBPS      Z18, Z14, Z14
+	VSUBPS      Z19, Z15, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z16, Z18
+	VMULPS.BCST epilogueExp<>+492(SB), Z17, Z19
+	VSUBPS      Z18, Z14, Z14
+	VSUBPS      Z19, Z15, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z14, Z18
+	VMULPS.BCST epilogueExp<>+504(SB), Z15, Z19
+	VADDPS.BCST epilogueExp<>+508(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+508(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+512(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+512(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+516(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+516(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+520(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+520(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+524(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+524(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+496(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+496(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+496(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+496(SB), Z19, Z19
+	VSCALEFPS.Z Z16, Z18, K3, Z14
+	VSCALEFPS.Z Z17, Z19, K4, Z15
+	VCMPPS      $0x19, Z4, Z12, K3
+	VMOVAPS     Z12, Z16
+	VMULPS      Z14, Z12, K3, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z12
+	VDIVPS      Z12, Z16, Z12
+	VCMPPS      $0x19, Z4, Z13, K3
+	VMOVAPS     Z13, Z14
+	VMULPS      Z15, Z13, K3, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z13
+	VDIVPS      Z13, Z14, Z13
+	VMOVUPS.Z   (DI)(BX*4), K1, Z14
+	VADDPS      Z14, Z12, Z12
+	VMULPS      Z1, Z12, Z12
+	VMAXPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
+	VADDPS      Z12, Z13, Z13
+	VMULPS      Z1, Z13, Z12
+	VMAXPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3446
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3445
+	JMP         epi_done_2810
+
+epi_flag_3444:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVL         aZero+40(FP), BX
+	VPBROADCASTD BX, Z0
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), BX
+	VPBROADCASTD BX, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         BX, BX
+
+epi_strip_3447:
+	LEAQ        epilogueColMasks<>+0(SB), SI
+	MOVQ        n+24(FP), DI
+	SUBQ        BX, DI
+	MOVQ        $0x00000020, R8
+	CMPQ        DI, R8
+	CMOVQLT     DI, R8
+	KMOVQ       (SI)(R8*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z (SI)(BX*4), K1, Z6
+	VPMULLD     Z6, Z0, Z6
+	VPSUBD      Z6, Z4, Z6
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z7
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   (SI)(BX*4), K1, Z8
+	MOVQ        colSum+32(FP), SI
+	VMOVDQU32.Z 64(SI)(BX*4), K2, Z9
+	VPMULLD     Z9, Z0, Z9
+	VPSUBD      Z9, Z4, Z9
+	MOVQ        scale+56(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z10
+	MOVQ        bias+72(FP), SI
+	VMOVUPS.Z   64(SI)(BX*4), K2, Z11
+	MOVQ        c+0(FP), SI
+	MOVQ        res+80(FP), DI
+	MOVQ        outU8+104(FP), R8
+	XORQ        R9, R9
+
+epi_row_3448:
+	VPADDD.Z    (SI)(BX*4), Z6, K1, Z12
+	VCVTDQ2PS   Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	VADDPS      Z8, Z12, Z12
+	VPADDD.Z    64(SI)(BX*4), Z9, K2, Z13
+	VCVTDQ2PS   Z13, Z13
+	VMULPS      Z10, Z13, Z13
+	VADDPS      Z11, Z13, Z13
+	VORPS.BCST  epilogueExp<>+500(SB), Z12, Z14
+	VORPS.BCST  epilogueExp<>+500(SB), Z13, Z15
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z14, K3
+	VCMPPS.BCST $0x15, epilogueExp<>+480(SB), Z15, K4
+	VMAXPS      Z14, Z5, Z14
+	VMAXPS      Z15, Z5, Z15
+	VMULPS.BCST epilogueExp<>+484(SB), Z14, Z18
+	VMULPS.BCST epilogueExp<>+484(SB), Z15, Z19
+	VRNDSCALEPS $0x00, Z18, Z16
+	VRNDSCALEPS $0x00, Z19, Z17
+	VMULPS.BCST epilogueExp<>+488(SB), Z16, Z18
+	VMULPS.BCST epilogueExp<>+488(SB), Z17, Z19
+	VSUBPS      Z18, Z14, Z14
+	VSUBPS      Z19, Z15, Z15
+	VMULPS.BCST epilogueExp<>+492(SB), Z16, Z18
+	VMULPS.BCST epilogueExp<>+492(SB), Z17, Z19
+	VSUBPS      Z18, Z14, Z14
+	VSUBPS      Z19, Z15, Z15
+	VMULPS.BCST epilogueExp<>+504(SB), Z14, Z18
+	VMULPS.BCST epilogueExp<>+504(SB), Z15, Z19
+	VADDPS.BCST epilogueExp<>+508(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+508(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+512(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+512(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+516(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+516(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+520(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+520(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+524(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+524(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+496(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+496(SB), Z19, Z19
+	VMULPS      Z14, Z18, Z18
+	VMULPS      Z15, Z19, Z19
+	VADDPS.BCST epilogueExp<>+496(SB), Z18, Z18
+	VADDPS.BCST epilogueExp<>+496(SB), Z19, Z19
+	VSCALEFPS.Z Z16, Z18, K3, Z14
+	VSCALEFPS.Z Z17, Z19, K4, Z15
+	VCMPPS      $0x19, Z4, Z12, K3
+	VMOVAPS     Z12, Z16
+	VMULPS      Z14, Z12, K3, Z16
+	VADDPS.BCST epilogueExp<>+496(SB), Z14, Z12
+	VDIVPS      Z12, Z16, Z12
+	VCMPPS      $0x19, Z4, Z13, K3
+	VMOVAPS     Z13, Z14
+	VMULPS      Z15, Z13, K3, Z14
+	VADDPS.BCST epilogueExp<>+496(SB), Z15, Z13
+	VDIVPS      Z13, Z14, Z13
+	VMOVUPS.Z   (DI)(BX*4), K1, Z14
+	VMULPS      Z14, Z12, Z12
+	VMULPS      Z1, Z12, Z12
+	VMAXPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K1, (R8)(BX*1)
+	VMOVUPS.Z   64(DI)(BX*4), K2, Z12
+	VMULPS      Z12, Z13, Z13
+	VMULPS      Z1, Z13, Z12
+	VMAXPS      Z2, Z12, Z12
+	VCVTPS2DQ   Z12, Z12
+	VPADDD      Z3, Z12, Z12
+	VPMOVUSDB   Z12, K2, 16(R8)(BX*1)
+	ADDQ        AX, SI
+	ADDQ        CX, DI
+	ADDQ        DX, R8
+	INCQ        R9
+	CMPQ        R9, m+16(FP)
+	JL          epi_row_3448
+	ADDQ        $0x20, BX
+	CMPQ        BX, n+24(FP)
+	JL          epi_strip_3447
+	JMP         epi_done_2810
+
+epi_flag_3443:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3449
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         DI, DI
+
+epi_strip_3450:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z8
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z10
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z11
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3451:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (BX)(R11*4), Z12, Z12
+	VADDPS       Z8, Z12, Z12
+	VPMULLD      Z9, Z0, Z13
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z10, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z11, Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z12, Z13
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z14
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z13, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z14, K4
+	VMAXPS       Z13, Z5, Z13
+	VMAXPS       Z14, Z5, Z14
+	VMULPS.BCST  epilogueExp<>+484(SB), Z13, Z17
+	VMULPS.BCST  epilogueExp<>+484(SB), Z14, Z18
+	VRNDSCALEPS  $0x00, Z17, Z15
+	VRNDSCALEPS  $0x00, Z18, Z16
+	VMULPS.BCST  epilogueExp<>+488(SB), Z15, Z17
+	VMULPS.BCST  epilogueExp<>+488(SB), Z16, Z18
+	VSUBPS       Z17, Z13, Z13
+	VSUBPS       Z18, Z14, Z14
+	VMULPS.BCST  epilogueExp<>+492(SB), Z15, Z17
+	VMULPS.BCST  epilogueExp<>+492(SB), Z16, Z18
+	VSUBPS       Z17, Z13, Z13
+	VSUBPS       Z18, Z14, Z14
+	VMULPS.BCST  epilogueExp<>+504(SB), Z13, Z17
+	VMULPS.BCST  epilogueExp<>+504(SB), Z14, Z18
+	VADDPS.BCST  epilogueExp<>+508(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+508(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+512(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+512(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+516(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+516(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+520(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+520(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+524(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+524(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+496(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+496(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+496(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+496(SB), Z18, Z18
+	VSCALEFPS.Z  Z15, Z17, K3, Z13
+	VSCALEFPS.Z  Z16, Z18, K4, Z14
+	VCMPPS       $0x19, Z4, Z12, K3
+	VMOVAPS      Z12, Z15
+	VMULPS       Z13, Z12, K3, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z12
+	VDIVPS       Z12, Z15, Z12
+	VCMPPS       $0x19, Z4, Z0, K3
+	VMOVAPS      Z0, Z13
+	VMULPS       Z14, Z0, K3, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z0
+	VDIVPS       Z0, Z13, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z13
+	VADDPS       Z13, Z12, Z12
+	VMULPS       Z1, Z12, Z12
+	VMAXPS       Z2, Z12, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z3, Z12, Z12
+	VPMOVUSDB    Z12, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z12
+	VADDPS       Z12, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3451
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3450
+	JMP          epi_done_2810
+
+epi_flag_3449:
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outStride+112(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	VBROADCASTSS invScale+120(FP), Z1
+	VBROADCASTSS clampLo+128(FP), Z2
+	MOVL         outZero+124(FP), DI
+	VPBROADCASTD DI, Z3
+	VPXORD       Z4, Z4, Z4
+	VBROADCASTSS epilogueExp<>+480(SB), Z5
+	XORQ         DI, DI
+
+epi_strip_3452:
+	LEAQ        epilogueColMasks<>+0(SB), R8
+	MOVQ        n+24(FP), R9
+	SUBQ        DI, R9
+	MOVQ        $0x00000020, R10
+	CMPQ        R9, R10
+	CMOVQLT     R9, R10
+	KMOVQ       (R8)(R10*8), K1
+	KSHIFTRQ    $0x10, K1, K2
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z (R8)(DI*4), K1, Z6
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z7
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   (R8)(DI*4), K1, Z8
+	MOVQ        colSum+32(FP), R8
+	VMOVDQU32.Z 64(R8)(DI*4), K2, Z9
+	MOVQ        scale+56(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z10
+	MOVQ        bias+72(FP), R8
+	VMOVUPS.Z   64(R8)(DI*4), K2, Z11
+	MOVQ        c+0(FP), R8
+	MOVQ        res+80(FP), R9
+	MOVQ        outU8+104(FP), R10
+	XORQ        R11, R11
+
+epi_row_3453:
+	VPBROADCASTD (SI)(R11*4), Z0
+	VPMULLD      Z6, Z0, Z13
+	VMOVDQU32.Z  (R8)(DI*4), K1, Z12
+	VPSUBD       Z13, Z12, Z12
+	VCVTDQ2PS    Z12, Z12
+	VMULPS       Z7, Z12, Z12
+	VMULPS.BCST  (BX)(R11*4), Z12, Z12
+	VADDPS       Z8, Z12, Z12
+	VPMULLD      Z9, Z0, Z13
+	VMOVDQU32.Z  64(R8)(DI*4), K2, Z0
+	VPSUBD       Z13, Z0, Z0
+	VCVTDQ2PS    Z0, Z0
+	VMULPS       Z10, Z0, Z0
+	VMULPS.BCST  (BX)(R11*4), Z0, Z0
+	VADDPS       Z11, Z0, Z0
+	VORPS.BCST   epilogueExp<>+500(SB), Z12, Z13
+	VORPS.BCST   epilogueExp<>+500(SB), Z0, Z14
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z13, K3
+	VCMPPS.BCST  $0x15, epilogueExp<>+480(SB), Z14, K4
+	VMAXPS       Z13, Z5, Z13
+	VMAXPS       Z14, Z5, Z14
+	VMULPS.BCST  epilogueExp<>+484(SB), Z13, Z17
+	VMULPS.BCST  epilogueExp<>+484(SB), Z14, Z18
+	VRNDSCALEPS  $0x00, Z17, Z15
+	VRNDSCALEPS  $0x00, Z18, Z16
+	VMULPS.BCST  epilogueExp<>+488(SB), Z15, Z17
+	VMULPS.BCST  epilogueExp<>+488(SB), Z16, Z18
+	VSUBPS       Z17, Z13, Z13
+	VSUBPS       Z18, Z14, Z14
+	VMULPS.BCST  epilogueExp<>+492(SB), Z15, Z17
+	VMULPS.BCST  epilogueExp<>+492(SB), Z16, Z18
+	VSUBPS       Z17, Z13, Z13
+	VSUBPS       Z18, Z14, Z14
+	VMULPS.BCST  epilogueExp<>+504(SB), Z13, Z17
+	VMULPS.BCST  epilogueExp<>+504(SB), Z14, Z18
+	VADDPS.BCST  epilogueExp<>+508(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+508(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+512(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+512(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+516(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+516(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+520(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+520(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+524(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+524(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+496(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+496(SB), Z18, Z18
+	VMULPS       Z13, Z17, Z17
+	VMULPS       Z14, Z18, Z18
+	VADDPS.BCST  epilogueExp<>+496(SB), Z17, Z17
+	VADDPS.BCST  epilogueExp<>+496(SB), Z18, Z18
+	VSCALEFPS.Z  Z15, Z17, K3, Z13
+	VSCALEFPS.Z  Z16, Z18, K4, Z14
+	VCMPPS       $0x19, Z4, Z12, K3
+	VMOVAPS      Z12, Z15
+	VMULPS       Z13, Z12, K3, Z15
+	VADDPS.BCST  epilogueExp<>+496(SB), Z13, Z12
+	VDIVPS       Z12, Z15, Z12
+	VCMPPS       $0x19, Z4, Z0, K3
+	VMOVAPS      Z0, Z13
+	VMULPS       Z14, Z0, K3, Z13
+	VADDPS.BCST  epilogueExp<>+496(SB), Z14, Z0
+	VDIVPS       Z0, Z13, Z0
+	VMOVUPS.Z    (R9)(DI*4), K1, Z13
+	VMULPS       Z13, Z12, Z12
+	VMULPS       Z1, Z12, Z12
+	VMAXPS       Z2, Z12, Z12
+	VCVTPS2DQ    Z12, Z12
+	VPADDD       Z3, Z12, Z12
+	VPMOVUSDB    Z12, K1, (R10)(DI*1)
+	VMOVUPS.Z    64(R9)(DI*4), K2, Z12
+	VMULPS       Z12, Z0, Z0
+	VMULPS       Z1, Z0, Z0
+	VMAXPS       Z2, Z0, Z0
+	VCVTPS2DQ    Z0, Z0
+	VPADDD       Z3, Z0, Z0
+	VPMOVUSDB    Z0, K2, 16(R10)(DI*1)
+	ADDQ         AX, R8
+	ADDQ         CX, R9
+	ADDQ         DX, R10
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi_row_3453
+	ADDQ         $0x20, DI
+	CMPQ         DI, n+24(FP)
+	JL           epi_strip_3452
+
+epi_done_2810:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -73278,34 +79428,36 @@ TEXT ·epilogueAVX2Asm(SB), NOSPLIT, $128-145
 	MOVQ AX, CX
 	SHRQ $0x08, CX
 	CMPQ CX, $0x00000000
-	JEQ  epi2_none_3310
+	JEQ  epi2_none_3454
 	CMPQ CX, $0x00000001
-	JEQ  epi2_gelu_3311
+	JEQ  epi2_gelu_3455
 	CMPQ CX, $0x00000003
-	JEQ  epi2_gelu_3311
+	JEQ  epi2_gelu_3455
 	CMPQ CX, $0x00000004
-	JEQ  epi2_gelu_u8_3312
+	JEQ  epi2_gelu_u8_3456
 	CMPQ CX, $0x00000005
-	JEQ  epi2_gelu_u8_3312
+	JEQ  epi2_gelu_u8_3456
 	CMPQ CX, $0x00000002
-	JEQ  epi2_relu_3313
+	JEQ  epi2_relu_3457
+	CMPQ CX, $0x00000006
+	JEQ  epi2_silu_3458
 
-epi2_none_3314:
+epi2_none_3459:
 	XORB AL, AL
 	MOVB AL, ret+144(FP)
 	RET
 
-epi2_none_3310:
+epi2_none_3454:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_3316
+	JNZ   epi_flag_3461
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_3317
+	JNZ   epi_flag_3462
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3318
+	JNZ   epi_flag_3463
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3319
+	JNZ   epi_flag_3464
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3320
+	JNZ   epi_flag_3465
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -73316,25 +79468,25 @@ epi2_none_3310:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_3321:
+epi2_row_3466:
 	XORQ R9, R9
 
-epi2_col_3322:
+epi2_col_3467:
 	VMOVDQU   (DI)(R9*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R9*4), Y0, Y0
 	VMOVUPS   Y0, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_3322
+	JL        epi2_col_3467
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_3321
-	JMP       epi2_done_3315
+	JL        epi2_row_3466
+	JMP       epi2_done_3460
 
-epi_flag_3320:
+epi_flag_3465:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -73346,11 +79498,11 @@ epi_flag_3320:
 	MOVQ c+0(FP), R8
 	XORQ R9, R9
 
-epi2_row_3323:
+epi2_row_3468:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_3324:
+epi2_col_3469:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R10*4), Y1, Y1
@@ -73358,17 +79510,17 @@ epi2_col_3324:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3324
+	JL        epi2_col_3469
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3323
-	JMP       epi2_done_3315
+	JL        epi2_row_3468
+	JMP       epi2_done_3460
 
-epi_flag_3319:
+epi_flag_3464:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3325
+	JNZ          epi_flag_3470
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73389,10 +79541,10 @@ epi_flag_3319:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_3326:
+epi2_row_3471:
 	XORQ R9, R9
 
-epi2_col_3327:
+epi2_col_3472:
 	VMOVDQU      (DI)(R9*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R9*4), Y0, Y0
@@ -73407,15 +79559,15 @@ epi2_col_3327:
 	VMOVQ        X0, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_3327
+	JL           epi2_col_3472
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_3326
-	JMP          epi2_done_3315
+	JL           epi2_row_3471
+	JMP          epi2_done_3460
 
-epi_flag_3325:
+epi_flag_3470:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73437,11 +79589,11 @@ epi_flag_3325:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3328:
+epi2_row_3473:
 	VBROADCASTSS (BX)(R9*4), Y0
 	XORQ         R10, R10
 
-epi2_col_3329:
+epi2_col_3474:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R10*4), Y1, Y1
@@ -73457,21 +79609,21 @@ epi2_col_3329:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3329
+	JL           epi2_col_3474
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3328
-	JMP          epi2_done_3315
+	JL           epi2_row_3473
+	JMP          epi2_done_3460
 
-epi_flag_3318:
+epi_flag_3463:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3330
+	JNZ   epi_flag_3475
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3331
+	JNZ   epi_flag_3476
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3332
+	JNZ   epi_flag_3477
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -73485,10 +79637,10 @@ epi_flag_3318:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3333:
+epi2_row_3478:
 	XORQ R11, R11
 
-epi2_col_3334:
+epi2_col_3479:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -73496,16 +79648,16 @@ epi2_col_3334:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3334
+	JL        epi2_col_3479
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3333
-	JMP       epi2_done_3315
+	JL        epi2_row_3478
+	JMP       epi2_done_3460
 
-epi_flag_3332:
+epi_flag_3477:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -73519,10 +79671,10 @@ epi_flag_3332:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_3335:
+epi2_row_3480:
 	XORQ R11, R11
 
-epi2_col_3336:
+epi2_col_3481:
 	VMOVDQU   (R9)(R11*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R11*4), Y0, Y0
@@ -73530,18 +79682,18 @@ epi2_col_3336:
 	VMOVUPS   Y0, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3336
+	JL        epi2_col_3481
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3335
-	JMP       epi2_done_3315
+	JL        epi2_row_3480
+	JMP       epi2_done_3460
 
-epi_flag_3331:
+epi_flag_3476:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3337
+	JNZ   epi_flag_3482
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -73556,11 +79708,11 @@ epi_flag_3331:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3338:
+epi2_row_3483:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3339:
+epi2_col_3484:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -73569,16 +79721,16 @@ epi2_col_3339:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3339
+	JL        epi2_col_3484
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3338
-	JMP       epi2_done_3315
+	JL        epi2_row_3483
+	JMP       epi2_done_3460
 
-epi_flag_3337:
+epi_flag_3482:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -73593,11 +79745,11 @@ epi_flag_3337:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_3340:
+epi2_row_3485:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3341:
+epi2_col_3486:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R12*4), Y1, Y1
@@ -73606,20 +79758,20 @@ epi2_col_3341:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3341
+	JL        epi2_col_3486
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3340
-	JMP       epi2_done_3315
+	JL        epi2_row_3485
+	JMP       epi2_done_3460
 
-epi_flag_3330:
+epi_flag_3475:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3342
+	JNZ          epi_flag_3487
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3343
+	JNZ          epi_flag_3488
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73643,10 +79795,10 @@ epi_flag_3330:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3344:
+epi2_row_3489:
 	XORQ R11, R11
 
-epi2_col_3345:
+epi2_col_3490:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -73662,16 +79814,16 @@ epi2_col_3345:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3345
+	JL           epi2_col_3490
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3344
-	JMP          epi2_done_3315
+	JL           epi2_row_3489
+	JMP          epi2_done_3460
 
-epi_flag_3343:
+epi_flag_3488:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73695,10 +79847,10 @@ epi_flag_3343:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3346:
+epi2_row_3491:
 	XORQ R11, R11
 
-epi2_col_3347:
+epi2_col_3492:
 	VMOVDQU      (R9)(R11*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R11*4), Y0, Y0
@@ -73714,18 +79866,18 @@ epi2_col_3347:
 	VMOVQ        X0, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3347
+	JL           epi2_col_3492
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3346
-	JMP          epi2_done_3315
+	JL           epi2_row_3491
+	JMP          epi2_done_3460
 
-epi_flag_3342:
+epi_flag_3487:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3348
+	JNZ          epi_flag_3493
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73750,11 +79902,11 @@ epi_flag_3342:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3349:
+epi2_row_3494:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3350:
+epi2_col_3495:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -73771,16 +79923,16 @@ epi2_col_3350:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3350
+	JL           epi2_col_3495
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3349
-	JMP          epi2_done_3315
+	JL           epi2_row_3494
+	JMP          epi2_done_3460
 
-epi_flag_3348:
+epi_flag_3493:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73805,11 +79957,11 @@ epi_flag_3348:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3351:
+epi2_row_3496:
 	VBROADCASTSS (DI)(R11*4), Y0
 	XORQ         R12, R12
 
-epi2_col_3352:
+epi2_col_3497:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R12*4), Y1, Y1
@@ -73826,22 +79978,22 @@ epi2_col_3352:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3352
+	JL           epi2_col_3497
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3351
-	JMP          epi2_done_3315
+	JL           epi2_row_3496
+	JMP          epi2_done_3460
 
-epi_flag_3317:
+epi_flag_3462:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3353
+	JNZ   epi_flag_3498
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3354
+	JNZ   epi_flag_3499
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3355
+	JNZ   epi_flag_3500
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  outStride+112(FP), CX
@@ -73853,10 +80005,10 @@ epi_flag_3317:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3356:
+epi2_row_3501:
 	XORQ R10, R10
 
-epi2_col_3357:
+epi2_col_3502:
 	VMOVDQU   (R8)(R10*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (BX)(R10*4), Y0, Y0
@@ -73864,15 +80016,15 @@ epi2_col_3357:
 	VMOVUPS   Y0, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3357
+	JL        epi2_col_3502
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3356
-	JMP       epi2_done_3315
+	JL        epi2_row_3501
+	JMP       epi2_done_3460
 
-epi_flag_3355:
+epi_flag_3500:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -73885,11 +80037,11 @@ epi_flag_3355:
 	MOVQ c+0(FP), R9
 	XORQ R10, R10
 
-epi2_row_3358:
+epi2_row_3503:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_3359:
+epi2_col_3504:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (SI)(R11*4), Y1, Y1
@@ -73898,17 +80050,17 @@ epi2_col_3359:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3359
+	JL        epi2_col_3504
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3358
-	JMP       epi2_done_3315
+	JL        epi2_row_3503
+	JMP       epi2_done_3460
 
-epi_flag_3354:
+epi_flag_3499:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3360
+	JNZ          epi_flag_3505
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73930,10 +80082,10 @@ epi_flag_3354:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3361:
+epi2_row_3506:
 	XORQ R10, R10
 
-epi2_col_3362:
+epi2_col_3507:
 	VMOVDQU      (R8)(R10*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (BX)(R10*4), Y0, Y0
@@ -73949,15 +80101,15 @@ epi2_col_3362:
 	VMOVQ        X0, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3362
+	JL           epi2_col_3507
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3361
-	JMP          epi2_done_3315
+	JL           epi2_row_3506
+	JMP          epi2_done_3460
 
-epi_flag_3360:
+epi_flag_3505:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -73980,11 +80132,11 @@ epi_flag_3360:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3363:
+epi2_row_3508:
 	VBROADCASTSS (BX)(R10*4), Y0
 	XORQ         R11, R11
 
-epi2_col_3364:
+epi2_col_3509:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (SI)(R11*4), Y1, Y1
@@ -74001,21 +80153,21 @@ epi2_col_3364:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3364
+	JL           epi2_col_3509
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3363
-	JMP          epi2_done_3315
+	JL           epi2_row_3508
+	JMP          epi2_done_3460
 
-epi_flag_3353:
+epi_flag_3498:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3365
+	JNZ   epi_flag_3510
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3366
+	JNZ   epi_flag_3511
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3367
+	JNZ   epi_flag_3512
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -74030,10 +80182,10 @@ epi_flag_3353:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3368:
+epi2_row_3513:
 	XORQ R12, R12
 
-epi2_col_3369:
+epi2_col_3514:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -74042,16 +80194,16 @@ epi2_col_3369:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3369
+	JL        epi2_col_3514
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3368
-	JMP       epi2_done_3315
+	JL        epi2_row_3513
+	JMP       epi2_done_3460
 
-epi_flag_3367:
+epi_flag_3512:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -74066,10 +80218,10 @@ epi_flag_3367:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_3370:
+epi2_row_3515:
 	XORQ R12, R12
 
-epi2_col_3371:
+epi2_col_3516:
 	VMOVDQU   (R10)(R12*4), Y0
 	VCVTDQ2PS Y0, Y0
 	VMULPS    (DI)(R12*4), Y0, Y0
@@ -74078,18 +80230,18 @@ epi2_col_3371:
 	VMOVUPS   Y0, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3371
+	JL        epi2_col_3516
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3370
-	JMP       epi2_done_3315
+	JL        epi2_row_3515
+	JMP       epi2_done_3460
 
-epi_flag_3366:
+epi_flag_3511:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3372
+	JNZ   epi_flag_3517
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -74105,11 +80257,11 @@ epi_flag_3366:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3373:
+epi2_row_3518:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3374:
+epi2_col_3519:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -74119,16 +80271,16 @@ epi2_col_3374:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3374
+	JL        epi2_col_3519
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3373
-	JMP       epi2_done_3315
+	JL        epi2_row_3518
+	JMP       epi2_done_3460
 
-epi_flag_3372:
+epi_flag_3517:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -74144,11 +80296,11 @@ epi_flag_3372:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_3375:
+epi2_row_3520:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3376:
+epi2_col_3521:
 	VMOVDQU   (R11)(R13*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (R8)(R13*4), Y1, Y1
@@ -74158,20 +80310,20 @@ epi2_col_3376:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3376
+	JL        epi2_col_3521
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3375
-	JMP       epi2_done_3315
+	JL        epi2_row_3520
+	JMP       epi2_done_3460
 
-epi_flag_3365:
+epi_flag_3510:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3377
+	JNZ          epi_flag_3522
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3378
+	JNZ          epi_flag_3523
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74196,10 +80348,10 @@ epi_flag_3365:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3379:
+epi2_row_3524:
 	XORQ R12, R12
 
-epi2_col_3380:
+epi2_col_3525:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -74216,16 +80368,16 @@ epi2_col_3380:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3380
+	JL           epi2_col_3525
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3379
-	JMP          epi2_done_3315
+	JL           epi2_row_3524
+	JMP          epi2_done_3460
 
-epi_flag_3378:
+epi_flag_3523:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74250,10 +80402,10 @@ epi_flag_3378:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3381:
+epi2_row_3526:
 	XORQ R12, R12
 
-epi2_col_3382:
+epi2_col_3527:
 	VMOVDQU      (R10)(R12*4), Y0
 	VCVTDQ2PS    Y0, Y0
 	VMULPS       (DI)(R12*4), Y0, Y0
@@ -74270,18 +80422,18 @@ epi2_col_3382:
 	VMOVQ        X0, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3382
+	JL           epi2_col_3527
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3381
-	JMP          epi2_done_3315
+	JL           epi2_row_3526
+	JMP          epi2_done_3460
 
-epi_flag_3377:
+epi_flag_3522:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3383
+	JNZ          epi_flag_3528
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74307,11 +80459,11 @@ epi_flag_3377:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3384:
+epi2_row_3529:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3385:
+epi2_col_3530:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -74329,16 +80481,16 @@ epi2_col_3385:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3385
+	JL           epi2_col_3530
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3384
-	JMP          epi2_done_3315
+	JL           epi2_row_3529
+	JMP          epi2_done_3460
 
-epi_flag_3383:
+epi_flag_3528:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74364,11 +80516,11 @@ epi_flag_3383:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3386:
+epi2_row_3531:
 	VBROADCASTSS (DI)(R12*4), Y0
 	XORQ         R13, R13
 
-epi2_col_3387:
+epi2_col_3532:
 	VMOVDQU      (R11)(R13*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (R8)(R13*4), Y1, Y1
@@ -74386,24 +80538,24 @@ epi2_col_3387:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3387
+	JL           epi2_col_3532
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3386
-	JMP          epi2_done_3315
+	JL           epi2_row_3531
+	JMP          epi2_done_3460
 
-epi_flag_3316:
+epi_flag_3461:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3388
+	JNZ          epi_flag_3533
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3389
+	JNZ          epi_flag_3534
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3390
+	JNZ          epi_flag_3535
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3391
+	JNZ          epi_flag_3536
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -74416,10 +80568,10 @@ epi_flag_3316:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3392:
+epi2_row_3537:
 	XORQ R10, R10
 
-epi2_col_3393:
+epi2_col_3538:
 	VMOVDQU   (R8)(R10*4), Y1
 	VPMULLD   (SI)(R10*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -74428,15 +80580,15 @@ epi2_col_3393:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3393
+	JL        epi2_col_3538
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3392
-	JMP       epi2_done_3315
+	JL        epi2_row_3537
+	JMP       epi2_done_3460
 
-epi_flag_3391:
+epi_flag_3536:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -74450,12 +80602,12 @@ epi_flag_3391:
 	MOVQ c+0(FP), R10
 	XORQ R11, R11
 
-epi2_row_3394:
+epi2_row_3539:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3395:
+epi2_col_3540:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -74465,17 +80617,17 @@ epi2_col_3395:
 	VMOVUPS   Y2, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3395
+	JL        epi2_col_3540
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3394
-	JMP       epi2_done_3315
+	JL        epi2_row_3539
+	JMP       epi2_done_3460
 
-epi_flag_3390:
+epi_flag_3535:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3396
+	JNZ          epi_flag_3541
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -74498,10 +80650,10 @@ epi_flag_3390:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3397:
+epi2_row_3542:
 	XORQ R10, R10
 
-epi2_col_3398:
+epi2_col_3543:
 	VMOVDQU      (R8)(R10*4), Y1
 	VPMULLD      (SI)(R10*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -74518,15 +80670,15 @@ epi2_col_3398:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3398
+	JL           epi2_col_3543
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3397
-	JMP          epi2_done_3315
+	JL           epi2_row_3542
+	JMP          epi2_done_3460
 
-epi_flag_3396:
+epi_flag_3541:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74550,12 +80702,12 @@ epi_flag_3396:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3399:
+epi2_row_3544:
 	VBROADCASTSS (BX)(R11*4), Y0
 	VPBROADCASTD (SI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3400:
+epi2_col_3545:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -74573,21 +80725,21 @@ epi2_col_3400:
 	VMOVQ        X2, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3400
+	JL           epi2_col_3545
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3399
-	JMP          epi2_done_3315
+	JL           epi2_row_3544
+	JMP          epi2_done_3460
 
-epi_flag_3389:
+epi_flag_3534:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3401
+	JNZ          epi_flag_3546
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3402
+	JNZ          epi_flag_3547
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3403
+	JNZ          epi_flag_3548
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -74603,10 +80755,10 @@ epi_flag_3389:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3404:
+epi2_row_3549:
 	XORQ R12, R12
 
-epi2_col_3405:
+epi2_col_3550:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -74616,16 +80768,16 @@ epi2_col_3405:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3405
+	JL        epi2_col_3550
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3404
-	JMP       epi2_done_3315
+	JL        epi2_row_3549
+	JMP       epi2_done_3460
 
-epi_flag_3403:
+epi_flag_3548:
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -74641,10 +80793,10 @@ epi_flag_3403:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3406:
+epi2_row_3551:
 	XORQ R12, R12
 
-epi2_col_3407:
+epi2_col_3552:
 	VMOVDQU   (R10)(R12*4), Y1
 	VPMULLD   (R8)(R12*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -74654,18 +80806,18 @@ epi2_col_3407:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3407
+	JL        epi2_col_3552
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3406
-	JMP       epi2_done_3315
+	JL        epi2_row_3551
+	JMP       epi2_done_3460
 
-epi_flag_3402:
+epi_flag_3547:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3408
+	JNZ   epi_flag_3553
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -74682,12 +80834,12 @@ epi_flag_3402:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_3409:
+epi2_row_3554:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3410:
+epi2_col_3555:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -74698,16 +80850,16 @@ epi2_col_3410:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3410
+	JL        epi2_col_3555
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3409
-	JMP       epi2_done_3315
+	JL        epi2_row_3554
+	JMP       epi2_done_3460
 
-epi_flag_3408:
+epi_flag_3553:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -74724,12 +80876,12 @@ epi_flag_3408:
 	MOVQ c+0(FP), R12
 	XORQ R13, R13
 
-epi2_row_3411:
+epi2_row_3556:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3412:
+epi2_col_3557:
 	VMOVDQU   (R12)(R14*4), Y2
 	VPMULLD   (R10)(R14*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -74740,20 +80892,20 @@ epi2_col_3412:
 	VMOVUPS   Y2, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3412
+	JL        epi2_col_3557
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3411
-	JMP       epi2_done_3315
+	JL        epi2_row_3556
+	JMP       epi2_done_3460
 
-epi_flag_3401:
+epi_flag_3546:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3413
+	JNZ          epi_flag_3558
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3414
+	JNZ          epi_flag_3559
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -74779,10 +80931,10 @@ epi_flag_3401:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3415:
+epi2_row_3560:
 	XORQ R12, R12
 
-epi2_col_3416:
+epi2_col_3561:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -74800,16 +80952,16 @@ epi2_col_3416:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3416
+	JL           epi2_col_3561
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3415
-	JMP          epi2_done_3315
+	JL           epi2_row_3560
+	JMP          epi2_done_3460
 
-epi_flag_3414:
+epi_flag_3559:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -74835,10 +80987,10 @@ epi_flag_3414:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3417:
+epi2_row_3562:
 	XORQ R12, R12
 
-epi2_col_3418:
+epi2_col_3563:
 	VMOVDQU      (R10)(R12*4), Y1
 	VPMULLD      (R8)(R12*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -74856,18 +81008,18 @@ epi2_col_3418:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3418
+	JL           epi2_col_3563
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3417
-	JMP          epi2_done_3315
+	JL           epi2_row_3562
+	JMP          epi2_done_3460
 
-epi_flag_3413:
+epi_flag_3558:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3419
+	JNZ          epi_flag_3564
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74894,12 +81046,12 @@ epi_flag_3413:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3420:
+epi2_row_3565:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3421:
+epi2_col_3566:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -74918,16 +81070,16 @@ epi2_col_3421:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3421
+	JL           epi2_col_3566
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3420
-	JMP          epi2_done_3315
+	JL           epi2_row_3565
+	JMP          epi2_done_3460
 
-epi_flag_3419:
+epi_flag_3564:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -74954,12 +81106,12 @@ epi_flag_3419:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3422:
+epi2_row_3567:
 	VBROADCASTSS (DI)(R13*4), Y0
 	VPBROADCASTD (R8)(R13*4), Y1
 	XORQ         R14, R14
 
-epi2_col_3423:
+epi2_col_3568:
 	VMOVDQU      (R12)(R14*4), Y2
 	VPMULLD      (R10)(R14*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -74978,22 +81130,22 @@ epi2_col_3423:
 	VMOVQ        X2, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3423
+	JL           epi2_col_3568
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3422
-	JMP          epi2_done_3315
+	JL           epi2_row_3567
+	JMP          epi2_done_3460
 
-epi_flag_3388:
+epi_flag_3533:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3424
+	JNZ          epi_flag_3569
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3425
+	JNZ          epi_flag_3570
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3426
+	JNZ          epi_flag_3571
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -75007,10 +81159,10 @@ epi_flag_3388:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3427:
+epi2_row_3572:
 	XORQ R11, R11
 
-epi2_col_3428:
+epi2_col_3573:
 	VMOVDQU   (R9)(R11*4), Y1
 	VPMULLD   (SI)(R11*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -75020,15 +81172,15 @@ epi2_col_3428:
 	VMOVUPS   Y1, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3428
+	JL        epi2_col_3573
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3427
-	JMP       epi2_done_3315
+	JL        epi2_row_3572
+	JMP       epi2_done_3460
 
-epi_flag_3426:
+epi_flag_3571:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ outStride+112(FP), CX
@@ -75043,12 +81195,12 @@ epi_flag_3426:
 	MOVQ c+0(FP), R11
 	XORQ R12, R12
 
-epi2_row_3429:
+epi2_row_3574:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3430:
+epi2_col_3575:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -75059,17 +81211,17 @@ epi2_col_3430:
 	VMOVUPS   Y2, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3430
+	JL        epi2_col_3575
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3429
-	JMP       epi2_done_3315
+	JL        epi2_row_3574
+	JMP       epi2_done_3460
 
-epi_flag_3425:
+epi_flag_3570:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3431
+	JNZ          epi_flag_3576
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -75093,10 +81245,10 @@ epi_flag_3425:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3432:
+epi2_row_3577:
 	XORQ R11, R11
 
-epi2_col_3433:
+epi2_col_3578:
 	VMOVDQU      (R9)(R11*4), Y1
 	VPMULLD      (SI)(R11*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -75114,15 +81266,15 @@ epi2_col_3433:
 	VMOVQ        X1, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3433
+	JL           epi2_col_3578
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3432
-	JMP          epi2_done_3315
+	JL           epi2_row_3577
+	JMP          epi2_done_3460
 
-epi_flag_3431:
+epi_flag_3576:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -75147,12 +81299,12 @@ epi_flag_3431:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3434:
+epi2_row_3579:
 	VBROADCASTSS (BX)(R12*4), Y0
 	VPBROADCASTD (SI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3435:
+epi2_col_3580:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -75171,21 +81323,21 @@ epi2_col_3435:
 	VMOVQ        X2, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3435
+	JL           epi2_col_3580
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3434
-	JMP          epi2_done_3315
+	JL           epi2_row_3579
+	JMP          epi2_done_3460
 
-epi_flag_3424:
+epi_flag_3569:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3436
+	JNZ          epi_flag_3581
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3437
+	JNZ          epi_flag_3582
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3438
+	JNZ          epi_flag_3583
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -75202,10 +81354,10 @@ epi_flag_3424:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3439:
+epi2_row_3584:
 	XORQ R13, R13
 
-epi2_col_3440:
+epi2_col_3585:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -75216,16 +81368,16 @@ epi2_col_3440:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3440
+	JL        epi2_col_3585
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3439
-	JMP       epi2_done_3315
+	JL        epi2_row_3584
+	JMP       epi2_done_3460
 
-epi_flag_3438:
+epi_flag_3583:
 	VBROADCASTSS aZero+40(FP), Y0
 	MOVQ         ldc+8(FP), AX
 	SHLQ         $0x02, AX
@@ -75242,10 +81394,10 @@ epi_flag_3438:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3441:
+epi2_row_3586:
 	XORQ R13, R13
 
-epi2_col_3442:
+epi2_col_3587:
 	VMOVDQU   (R11)(R13*4), Y1
 	VPMULLD   (R8)(R13*4), Y0, Y2
 	VPSUBD    Y2, Y1, Y1
@@ -75256,18 +81408,18 @@ epi2_col_3442:
 	VMOVUPS   Y1, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3442
+	JL        epi2_col_3587
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3441
-	JMP       epi2_done_3315
+	JL        epi2_row_3586
+	JMP       epi2_done_3460
 
-epi_flag_3437:
+epi_flag_3582:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3443
+	JNZ   epi_flag_3588
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
 	MOVQ  resStride+88(FP), CX
@@ -75285,12 +81437,12 @@ epi_flag_3437:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_3444:
+epi2_row_3589:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3445:
+epi2_col_3590:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -75302,16 +81454,16 @@ epi2_col_3445:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3445
+	JL        epi2_col_3590
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3444
-	JMP       epi2_done_3315
+	JL        epi2_row_3589
+	JMP       epi2_done_3460
 
-epi_flag_3443:
+epi_flag_3588:
 	MOVQ ldc+8(FP), AX
 	SHLQ $0x02, AX
 	MOVQ resStride+88(FP), CX
@@ -75329,12 +81481,12 @@ epi_flag_3443:
 	MOVQ c+0(FP), R13
 	XORQ R14, R14
 
-epi2_row_3446:
+epi2_row_3591:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3447:
+epi2_col_3592:
 	VMOVDQU   (R13)(R15*4), Y2
 	VPMULLD   (R10)(R15*4), Y1, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -75346,20 +81498,20 @@ epi2_col_3447:
 	VMOVUPS   Y2, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3447
+	JL        epi2_col_3592
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3446
-	JMP       epi2_done_3315
+	JL        epi2_row_3591
+	JMP       epi2_done_3460
 
-epi_flag_3436:
+epi_flag_3581:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3448
+	JNZ          epi_flag_3593
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3449
+	JNZ          epi_flag_3594
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -75386,10 +81538,10 @@ epi_flag_3436:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3450:
+epi2_row_3595:
 	XORQ R13, R13
 
-epi2_col_3451:
+epi2_col_3596:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -75408,16 +81560,16 @@ epi2_col_3451:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3451
+	JL           epi2_col_3596
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3450
-	JMP          epi2_done_3315
+	JL           epi2_row_3595
+	JMP          epi2_done_3460
 
-epi_flag_3449:
+epi_flag_3594:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -75444,10 +81596,10 @@ epi_flag_3449:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3452:
+epi2_row_3597:
 	XORQ R13, R13
 
-epi2_col_3453:
+epi2_col_3598:
 	VMOVDQU      (R11)(R13*4), Y1
 	VPMULLD      (R8)(R13*4), Y0, Y2
 	VPSUBD       Y2, Y1, Y1
@@ -75466,18 +81618,18 @@ epi2_col_3453:
 	VMOVQ        X1, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3453
+	JL           epi2_col_3598
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3452
-	JMP          epi2_done_3315
+	JL           epi2_row_3597
+	JMP          epi2_done_3460
 
-epi_flag_3448:
+epi_flag_3593:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3454
+	JNZ          epi_flag_3599
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -75505,12 +81657,12 @@ epi_flag_3448:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3455:
+epi2_row_3600:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3456:
+epi2_col_3601:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -75530,16 +81682,16 @@ epi2_col_3456:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3456
+	JL           epi2_col_3601
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3455
-	JMP          epi2_done_3315
+	JL           epi2_row_3600
+	JMP          epi2_done_3460
 
-epi_flag_3454:
+epi_flag_3599:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -75567,12 +81719,12 @@ epi_flag_3454:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3457:
+epi2_row_3602:
 	VBROADCASTSS (DI)(R14*4), Y0
 	VPBROADCASTD (R8)(R14*4), Y1
 	XORQ         R15, R15
 
-epi2_col_3458:
+epi2_col_3603:
 	VMOVDQU      (R13)(R15*4), Y2
 	VPMULLD      (R10)(R15*4), Y1, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -75592,26 +81744,26 @@ epi2_col_3458:
 	VMOVQ        X2, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3458
+	JL           epi2_col_3603
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3457
-	JMP          epi2_done_3315
+	JL           epi2_row_3602
+	JMP          epi2_done_3460
 
-epi2_gelu_3311:
+epi2_gelu_3455:
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_3459
+	JNZ          epi_flag_3604
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3460
+	JNZ          epi_flag_3605
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3461
+	JNZ          epi_flag_3606
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3462
+	JNZ          epi_flag_3607
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3463
+	JNZ          epi_flag_3608
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -75632,10 +81784,10 @@ epi2_gelu_3311:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3464:
+epi2_row_3609:
 	XORQ R10, R10
 
-epi2_col_3465:
+epi2_col_3610:
 	VMOVDQU     (R8)(R10*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R10*4), Y4, Y4
@@ -75674,15 +81826,15 @@ epi2_col_3465:
 	VMOVUPS     Y4, (BX)(R10*4)
 	ADDQ        $0x08, R10
 	CMPQ        R10, DI
-	JL          epi2_col_3465
+	JL          epi2_col_3610
 	ADDQ        CX, R8
 	ADDQ        DX, BX
 	INCQ        R9
 	CMPQ        R9, m+16(FP)
-	JL          epi2_row_3464
-	JMP         epi2_done_3315
+	JL          epi2_row_3609
+	JMP         epi2_done_3460
 
-epi_flag_3463:
+epi_flag_3608:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -75704,11 +81856,11 @@ epi_flag_3463:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3466:
+epi2_row_3611:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3467:
+epi2_col_3612:
 	VMOVDQU     (R9)(R11*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R11*4), Y5, Y5
@@ -75748,17 +81900,17 @@ epi2_col_3467:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3467
+	JL          epi2_col_3612
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3466
-	JMP         epi2_done_3315
+	JL          epi2_row_3611
+	JMP         epi2_done_3460
 
-epi_flag_3462:
+epi_flag_3607:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3468
+	JNZ          epi_flag_3613
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -75789,10 +81941,10 @@ epi_flag_3462:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3469:
+epi2_row_3614:
 	XORQ R10, R10
 
-epi2_col_3470:
+epi2_col_3615:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -75839,15 +81991,15 @@ epi2_col_3470:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3470
+	JL           epi2_col_3615
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3469
-	JMP          epi2_done_3315
+	JL           epi2_row_3614
+	JMP          epi2_done_3460
 
-epi_flag_3468:
+epi_flag_3613:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -75879,11 +82031,11 @@ epi_flag_3468:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3471:
+epi2_row_3616:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3472:
+epi2_col_3617:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -75931,21 +82083,21 @@ epi2_col_3472:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3472
+	JL           epi2_col_3617
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3471
-	JMP          epi2_done_3315
+	JL           epi2_row_3616
+	JMP          epi2_done_3460
 
-epi_flag_3461:
+epi_flag_3606:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3473
+	JNZ          epi_flag_3618
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3474
+	JNZ          epi_flag_3619
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3475
+	JNZ          epi_flag_3620
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -75969,10 +82121,10 @@ epi_flag_3461:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3476:
+epi2_row_3621:
 	XORQ R12, R12
 
-epi2_col_3477:
+epi2_col_3622:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -76012,16 +82164,16 @@ epi2_col_3477:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3477
+	JL          epi2_col_3622
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3476
-	JMP         epi2_done_3315
+	JL          epi2_row_3621
+	JMP         epi2_done_3460
 
-epi_flag_3475:
+epi_flag_3620:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -76045,10 +82197,10 @@ epi_flag_3475:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3478:
+epi2_row_3623:
 	XORQ R12, R12
 
-epi2_col_3479:
+epi2_col_3624:
 	VMOVDQU     (R10)(R12*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R12*4), Y4, Y4
@@ -76088,18 +82240,18 @@ epi2_col_3479:
 	VMOVUPS     Y4, (DI)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3479
+	JL          epi2_col_3624
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3478
-	JMP         epi2_done_3315
+	JL          epi2_row_3623
+	JMP         epi2_done_3460
 
-epi_flag_3474:
+epi_flag_3619:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3480
+	JNZ          epi_flag_3625
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -76124,11 +82276,11 @@ epi_flag_3474:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3481:
+epi2_row_3626:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3482:
+epi2_col_3627:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -76169,16 +82321,16 @@ epi2_col_3482:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3482
+	JL          epi2_col_3627
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3481
-	JMP         epi2_done_3315
+	JL          epi2_row_3626
+	JMP         epi2_done_3460
 
-epi_flag_3480:
+epi_flag_3625:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -76203,11 +82355,11 @@ epi_flag_3480:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3483:
+epi2_row_3628:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3484:
+epi2_col_3629:
 	VMOVDQU     (R11)(R13*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R13*4), Y5, Y5
@@ -76248,20 +82400,20 @@ epi2_col_3484:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3484
+	JL          epi2_col_3629
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3483
-	JMP         epi2_done_3315
+	JL          epi2_row_3628
+	JMP         epi2_done_3460
 
-epi_flag_3473:
+epi_flag_3618:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3485
+	JNZ          epi_flag_3630
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3486
+	JNZ          epi_flag_3631
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -76295,10 +82447,10 @@ epi_flag_3473:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3487:
+epi2_row_3632:
 	XORQ R12, R12
 
-epi2_col_3488:
+epi2_col_3633:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -76346,16 +82498,16 @@ epi2_col_3488:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3488
+	JL           epi2_col_3633
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3487
-	JMP          epi2_done_3315
+	JL           epi2_row_3632
+	JMP          epi2_done_3460
 
-epi_flag_3486:
+epi_flag_3631:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -76389,10 +82541,10 @@ epi_flag_3486:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3489:
+epi2_row_3634:
 	XORQ R12, R12
 
-epi2_col_3490:
+epi2_col_3635:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -76440,18 +82592,18 @@ epi2_col_3490:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3490
+	JL           epi2_col_3635
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3489
-	JMP          epi2_done_3315
+	JL           epi2_row_3634
+	JMP          epi2_done_3460
 
-epi_flag_3485:
+epi_flag_3630:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3491
+	JNZ          epi_flag_3636
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -76486,11 +82638,11 @@ epi_flag_3485:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3492:
+epi2_row_3637:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3493:
+epi2_col_3638:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -76539,16 +82691,16 @@ epi2_col_3493:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3493
+	JL           epi2_col_3638
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3492
-	JMP          epi2_done_3315
+	JL           epi2_row_3637
+	JMP          epi2_done_3460
 
-epi_flag_3491:
+epi_flag_3636:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -76583,11 +82735,11 @@ epi_flag_3491:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3494:
+epi2_row_3639:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3495:
+epi2_col_3640:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -76636,22 +82788,22 @@ epi2_col_3495:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3495
+	JL           epi2_col_3640
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3494
-	JMP          epi2_done_3315
+	JL           epi2_row_3639
+	JMP          epi2_done_3460
 
-epi_flag_3460:
+epi_flag_3605:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3496
+	JNZ          epi_flag_3641
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3497
+	JNZ          epi_flag_3642
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3498
+	JNZ          epi_flag_3643
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -76673,10 +82825,10 @@ epi_flag_3460:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3499:
+epi2_row_3644:
 	XORQ R11, R11
 
-epi2_col_3500:
+epi2_col_3645:
 	VMOVDQU     (R9)(R11*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (SI)(R11*4), Y4, Y4
@@ -76716,15 +82868,15 @@ epi2_col_3500:
 	VMOVUPS     Y4, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3500
+	JL          epi2_col_3645
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3499
-	JMP         epi2_done_3315
+	JL          epi2_row_3644
+	JMP         epi2_done_3460
 
-epi_flag_3498:
+epi_flag_3643:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -76747,11 +82899,11 @@ epi_flag_3498:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3501:
+epi2_row_3646:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3502:
+epi2_col_3647:
 	VMOVDQU     (R10)(R12*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (DI)(R12*4), Y5, Y5
@@ -76792,17 +82944,17 @@ epi2_col_3502:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3502
+	JL          epi2_col_3647
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3501
-	JMP         epi2_done_3315
+	JL          epi2_row_3646
+	JMP         epi2_done_3460
 
-epi_flag_3497:
+epi_flag_3642:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3503
+	JNZ          epi_flag_3648
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -76834,10 +82986,10 @@ epi_flag_3497:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3504:
+epi2_row_3649:
 	XORQ R11, R11
 
-epi2_col_3505:
+epi2_col_3650:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -76885,15 +83037,15 @@ epi2_col_3505:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3505
+	JL           epi2_col_3650
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3504
-	JMP          epi2_done_3315
+	JL           epi2_row_3649
+	JMP          epi2_done_3460
 
-epi_flag_3503:
+epi_flag_3648:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -76926,11 +83078,11 @@ epi_flag_3503:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3506:
+epi2_row_3651:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3507:
+epi2_col_3652:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -76979,21 +83131,21 @@ epi2_col_3507:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3507
+	JL           epi2_col_3652
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3506
-	JMP          epi2_done_3315
+	JL           epi2_row_3651
+	JMP          epi2_done_3460
 
-epi_flag_3496:
+epi_flag_3641:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3508
+	JNZ          epi_flag_3653
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3509
+	JNZ          epi_flag_3654
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3510
+	JNZ          epi_flag_3655
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -77018,10 +83170,10 @@ epi_flag_3496:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3511:
+epi2_row_3656:
 	XORQ R13, R13
 
-epi2_col_3512:
+epi2_col_3657:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -77062,16 +83214,16 @@ epi2_col_3512:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3512
+	JL          epi2_col_3657
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3511
-	JMP         epi2_done_3315
+	JL          epi2_row_3656
+	JMP         epi2_done_3460
 
-epi_flag_3510:
+epi_flag_3655:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -77096,10 +83248,10 @@ epi_flag_3510:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3513:
+epi2_row_3658:
 	XORQ R13, R13
 
-epi2_col_3514:
+epi2_col_3659:
 	VMOVDQU     (R11)(R13*4), Y4
 	VCVTDQ2PS   Y4, Y4
 	VMULPS      (R8)(R13*4), Y4, Y4
@@ -77140,18 +83292,18 @@ epi2_col_3514:
 	VMOVUPS     Y4, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3514
+	JL          epi2_col_3659
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3513
-	JMP         epi2_done_3315
+	JL          epi2_row_3658
+	JMP         epi2_done_3460
 
-epi_flag_3509:
+epi_flag_3654:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3515
+	JNZ          epi_flag_3660
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -77177,11 +83329,11 @@ epi_flag_3509:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3516:
+epi2_row_3661:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3517:
+epi2_col_3662:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -77223,16 +83375,16 @@ epi2_col_3517:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3517
+	JL          epi2_col_3662
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3516
-	JMP         epi2_done_3315
+	JL          epi2_row_3661
+	JMP         epi2_done_3460
 
-epi_flag_3515:
+epi_flag_3660:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -77258,11 +83410,11 @@ epi_flag_3515:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3518:
+epi2_row_3663:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3519:
+epi2_col_3664:
 	VMOVDQU     (R12)(R14*4), Y5
 	VCVTDQ2PS   Y5, Y5
 	VMULPS      (R9)(R14*4), Y5, Y5
@@ -77304,20 +83456,20 @@ epi2_col_3519:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3519
+	JL          epi2_col_3664
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3518
-	JMP         epi2_done_3315
+	JL          epi2_row_3663
+	JMP         epi2_done_3460
 
-epi_flag_3508:
+epi_flag_3653:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3520
+	JNZ          epi_flag_3665
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3521
+	JNZ          epi_flag_3666
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -77352,10 +83504,10 @@ epi_flag_3508:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3522:
+epi2_row_3667:
 	XORQ R13, R13
 
-epi2_col_3523:
+epi2_col_3668:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -77404,16 +83556,16 @@ epi2_col_3523:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3523
+	JL           epi2_col_3668
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3522
-	JMP          epi2_done_3315
+	JL           epi2_row_3667
+	JMP          epi2_done_3460
 
-epi_flag_3521:
+epi_flag_3666:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -77448,10 +83600,10 @@ epi_flag_3521:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3524:
+epi2_row_3669:
 	XORQ R13, R13
 
-epi2_col_3525:
+epi2_col_3670:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -77500,18 +83652,18 @@ epi2_col_3525:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3525
+	JL           epi2_col_3670
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3524
-	JMP          epi2_done_3315
+	JL           epi2_row_3669
+	JMP          epi2_done_3460
 
-epi_flag_3520:
+epi_flag_3665:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3526
+	JNZ          epi_flag_3671
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -77547,11 +83699,11 @@ epi_flag_3520:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3527:
+epi2_row_3672:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3528:
+epi2_col_3673:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -77601,16 +83753,16 @@ epi2_col_3528:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3528
+	JL           epi2_col_3673
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3527
-	JMP          epi2_done_3315
+	JL           epi2_row_3672
+	JMP          epi2_done_3460
 
-epi_flag_3526:
+epi_flag_3671:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -77646,11 +83798,11 @@ epi_flag_3526:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3529:
+epi2_row_3674:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3530:
+epi2_col_3675:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -77700,24 +83852,24 @@ epi2_col_3530:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3530
+	JL           epi2_col_3675
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3529
-	JMP          epi2_done_3315
+	JL           epi2_row_3674
+	JMP          epi2_done_3460
 
-epi_flag_3459:
+epi_flag_3604:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3531
+	JNZ          epi_flag_3676
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3532
+	JNZ          epi_flag_3677
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3533
+	JNZ          epi_flag_3678
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3534
+	JNZ          epi_flag_3679
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -77740,10 +83892,10 @@ epi_flag_3459:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3535:
+epi2_row_3680:
 	XORQ R11, R11
 
-epi2_col_3536:
+epi2_col_3681:
 	VMOVDQU     (R9)(R11*4), Y5
 	VPMULLD     (DI)(R11*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -77784,15 +83936,15 @@ epi2_col_3536:
 	VMOVUPS     Y5, (BX)(R11*4)
 	ADDQ        $0x08, R11
 	CMPQ        R11, R8
-	JL          epi2_col_3536
+	JL          epi2_col_3681
 	ADDQ        CX, R9
 	ADDQ        DX, BX
 	INCQ        R10
 	CMPQ        R10, m+16(FP)
-	JL          epi2_row_3535
-	JMP         epi2_done_3315
+	JL          epi2_row_3680
+	JMP         epi2_done_3460
 
-epi_flag_3534:
+epi_flag_3679:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -77816,12 +83968,12 @@ epi_flag_3534:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3537:
+epi2_row_3682:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3538:
+epi2_col_3683:
 	VMOVDQU     (R11)(R13*4), Y6
 	VPMULLD     (R9)(R13*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -77863,17 +84015,17 @@ epi2_col_3538:
 	VMOVUPS     Y6, (BX)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3538
+	JL          epi2_col_3683
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3537
-	JMP         epi2_done_3315
+	JL          epi2_row_3682
+	JMP         epi2_done_3460
 
-epi_flag_3533:
+epi_flag_3678:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3539
+	JNZ          epi_flag_3684
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -77906,10 +84058,10 @@ epi_flag_3533:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3540:
+epi2_row_3685:
 	XORQ R11, R11
 
-epi2_col_3541:
+epi2_col_3686:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -77958,15 +84110,15 @@ epi2_col_3541:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3541
+	JL           epi2_col_3686
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3540
-	JMP          epi2_done_3315
+	JL           epi2_row_3685
+	JMP          epi2_done_3460
 
-epi_flag_3539:
+epi_flag_3684:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -78000,12 +84152,12 @@ epi_flag_3539:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3542:
+epi2_row_3687:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3543:
+epi2_col_3688:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -78055,21 +84207,21 @@ epi2_col_3543:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3543
+	JL           epi2_col_3688
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3542
-	JMP          epi2_done_3315
+	JL           epi2_row_3687
+	JMP          epi2_done_3460
 
-epi_flag_3532:
+epi_flag_3677:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3544
+	JNZ          epi_flag_3689
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3545
+	JNZ          epi_flag_3690
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3546
+	JNZ          epi_flag_3691
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -78095,10 +84247,10 @@ epi_flag_3532:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3547:
+epi2_row_3692:
 	XORQ R13, R13
 
-epi2_col_3548:
+epi2_col_3693:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -78140,16 +84292,16 @@ epi2_col_3548:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3548
+	JL          epi2_col_3693
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3547
-	JMP         epi2_done_3315
+	JL          epi2_row_3692
+	JMP         epi2_done_3460
 
-epi_flag_3546:
+epi_flag_3691:
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -78175,10 +84327,10 @@ epi_flag_3546:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3549:
+epi2_row_3694:
 	XORQ R13, R13
 
-epi2_col_3550:
+epi2_col_3695:
 	VMOVDQU     (R11)(R13*4), Y5
 	VPMULLD     (R9)(R13*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -78220,18 +84372,18 @@ epi2_col_3550:
 	VMOVUPS     Y5, (DI)(R13*4)
 	ADDQ        $0x08, R13
 	CMPQ        R13, R10
-	JL          epi2_col_3550
+	JL          epi2_col_3695
 	ADDQ        CX, R11
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R12
 	CMPQ        R12, m+16(FP)
-	JL          epi2_row_3549
-	JMP         epi2_done_3315
+	JL          epi2_row_3694
+	JMP         epi2_done_3460
 
-epi_flag_3545:
+epi_flag_3690:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3551
+	JNZ          epi_flag_3696
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -78258,12 +84410,12 @@ epi_flag_3545:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3552:
+epi2_row_3697:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3553:
+epi2_col_3698:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -78306,16 +84458,16 @@ epi2_col_3553:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_3553
+	JL          epi2_col_3698
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_3552
-	JMP         epi2_done_3315
+	JL          epi2_row_3697
+	JMP         epi2_done_3460
 
-epi_flag_3551:
+epi_flag_3696:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -78342,12 +84494,12 @@ epi_flag_3551:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3554:
+epi2_row_3699:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3555:
+epi2_col_3700:
 	VMOVDQU     (R13)(R15*4), Y6
 	VPMULLD     (R11)(R15*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -78390,20 +84542,20 @@ epi2_col_3555:
 	VMOVUPS     Y6, (DI)(R15*4)
 	ADDQ        $0x08, R15
 	CMPQ        R15, R12
-	JL          epi2_col_3555
+	JL          epi2_col_3700
 	ADDQ        CX, R13
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R14
 	CMPQ        R14, m+16(FP)
-	JL          epi2_row_3554
-	JMP         epi2_done_3315
+	JL          epi2_row_3699
+	JMP         epi2_done_3460
 
-epi_flag_3544:
+epi_flag_3689:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3556
+	JNZ          epi_flag_3701
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3557
+	JNZ          epi_flag_3702
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -78439,10 +84591,10 @@ epi_flag_3544:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3558:
+epi2_row_3703:
 	XORQ R13, R13
 
-epi2_col_3559:
+epi2_col_3704:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -78492,16 +84644,16 @@ epi2_col_3559:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3559
+	JL           epi2_col_3704
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3558
-	JMP          epi2_done_3315
+	JL           epi2_row_3703
+	JMP          epi2_done_3460
 
-epi_flag_3557:
+epi_flag_3702:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -78537,10 +84689,10 @@ epi_flag_3557:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3560:
+epi2_row_3705:
 	XORQ R13, R13
 
-epi2_col_3561:
+epi2_col_3706:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -78590,18 +84742,18 @@ epi2_col_3561:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3561
+	JL           epi2_col_3706
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3560
-	JMP          epi2_done_3315
+	JL           epi2_row_3705
+	JMP          epi2_done_3460
 
-epi_flag_3556:
+epi_flag_3701:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3562
+	JNZ          epi_flag_3707
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -78638,12 +84790,12 @@ epi_flag_3556:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3563:
+epi2_row_3708:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3564:
+epi2_col_3709:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -78694,16 +84846,16 @@ epi2_col_3564:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3564
+	JL           epi2_col_3709
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3563
-	JMP          epi2_done_3315
+	JL           epi2_row_3708
+	JMP          epi2_done_3460
 
-epi_flag_3562:
+epi_flag_3707:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -78740,12 +84892,12 @@ epi_flag_3562:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3565:
+epi2_row_3710:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3566:
+epi2_col_3711:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -78796,22 +84948,22 @@ epi2_col_3566:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3566
+	JL           epi2_col_3711
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3565
-	JMP          epi2_done_3315
+	JL           epi2_row_3710
+	JMP          epi2_done_3460
 
-epi_flag_3531:
+epi_flag_3676:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3567
+	JNZ          epi_flag_3712
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3568
+	JNZ          epi_flag_3713
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3569
+	JNZ          epi_flag_3714
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -78835,10 +84987,10 @@ epi_flag_3531:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3570:
+epi2_row_3715:
 	XORQ R12, R12
 
-epi2_col_3571:
+epi2_col_3716:
 	VMOVDQU     (R10)(R12*4), Y5
 	VPMULLD     (DI)(R12*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -78880,15 +85032,15 @@ epi2_col_3571:
 	VMOVUPS     Y5, (BX)(R12*4)
 	ADDQ        $0x08, R12
 	CMPQ        R12, R9
-	JL          epi2_col_3571
+	JL          epi2_col_3716
 	ADDQ        CX, R10
 	ADDQ        DX, BX
 	INCQ        R11
 	CMPQ        R11, m+16(FP)
-	JL          epi2_row_3570
-	JMP         epi2_done_3315
+	JL          epi2_row_3715
+	JMP         epi2_done_3460
 
-epi_flag_3569:
+epi_flag_3714:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -78913,12 +85065,12 @@ epi_flag_3569:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3572:
+epi2_row_3717:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3573:
+epi2_col_3718:
 	VMOVDQU     (R12)(R14*4), Y6
 	VPMULLD     (R9)(R14*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -78961,17 +85113,17 @@ epi2_col_3573:
 	VMOVUPS     Y6, (BX)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3573
+	JL          epi2_col_3718
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3572
-	JMP         epi2_done_3315
+	JL          epi2_row_3717
+	JMP         epi2_done_3460
 
-epi_flag_3568:
+epi_flag_3713:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3574
+	JNZ          epi_flag_3719
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -79005,10 +85157,10 @@ epi_flag_3568:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3575:
+epi2_row_3720:
 	XORQ R12, R12
 
-epi2_col_3576:
+epi2_col_3721:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -79058,15 +85210,15 @@ epi2_col_3576:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3576
+	JL           epi2_col_3721
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3575
-	JMP          epi2_done_3315
+	JL           epi2_row_3720
+	JMP          epi2_done_3460
 
-epi_flag_3574:
+epi_flag_3719:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -79101,12 +85253,12 @@ epi_flag_3574:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3577:
+epi2_row_3722:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3578:
+epi2_col_3723:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -79157,21 +85309,21 @@ epi2_col_3578:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3578
+	JL           epi2_col_3723
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3577
-	JMP          epi2_done_3315
+	JL           epi2_row_3722
+	JMP          epi2_done_3460
 
-epi_flag_3567:
+epi_flag_3712:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3579
+	JNZ          epi_flag_3724
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3580
+	JNZ          epi_flag_3725
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3581
+	JNZ          epi_flag_3726
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -79198,10 +85350,10 @@ epi_flag_3567:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3582:
+epi2_row_3727:
 	XORQ R14, R14
 
-epi2_col_3583:
+epi2_col_3728:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -79244,16 +85396,16 @@ epi2_col_3583:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3583
+	JL          epi2_col_3728
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3582
-	JMP         epi2_done_3315
+	JL          epi2_row_3727
+	JMP         epi2_done_3460
 
-epi_flag_3581:
+epi_flag_3726:
 	VBROADCASTSS aZero+40(FP), Y0
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
@@ -79280,10 +85432,10 @@ epi_flag_3581:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3584:
+epi2_row_3729:
 	XORQ R14, R14
 
-epi2_col_3585:
+epi2_col_3730:
 	VMOVDQU     (R12)(R14*4), Y5
 	VPMULLD     (R9)(R14*4), Y0, Y6
 	VPSUBD      Y6, Y5, Y5
@@ -79326,18 +85478,18 @@ epi2_col_3585:
 	VMOVUPS     Y5, (DI)(R14*4)
 	ADDQ        $0x08, R14
 	CMPQ        R14, R11
-	JL          epi2_col_3585
+	JL          epi2_col_3730
 	ADDQ        CX, R12
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R13
 	CMPQ        R13, m+16(FP)
-	JL          epi2_row_3584
-	JMP         epi2_done_3315
+	JL          epi2_row_3729
+	JMP         epi2_done_3460
 
-epi_flag_3580:
+epi_flag_3725:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3586
+	JNZ          epi_flag_3731
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -79365,12 +85517,12 @@ epi_flag_3580:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3587:
+epi2_row_3732:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3588:
+epi2_col_3733:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -79414,16 +85566,16 @@ epi2_col_3588:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_3588
+	JL          epi2_col_3733
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_3587
-	JMP         epi2_done_3315
+	JL          epi2_row_3732
+	JMP         epi2_done_3460
 
-epi_flag_3586:
+epi_flag_3731:
 	LEAQ         epilogueGelu<>+0(SB), AX
 	MOVQ         flags+136(FP), CX
 	SHRQ         $0x08, CX
@@ -79451,12 +85603,12 @@ epi_flag_3586:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3589:
+epi2_row_3734:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3590:
+epi2_col_3735:
 	VMOVDQU     (R14)(BP*4), Y6
 	VPMULLD     (R11)(BP*4), Y5, Y7
 	VPSUBD      Y7, Y6, Y6
@@ -79500,20 +85652,20 @@ epi2_col_3590:
 	VMOVUPS     Y6, (DI)(BP*4)
 	ADDQ        $0x08, BP
 	CMPQ        BP, R13
-	JL          epi2_col_3590
+	JL          epi2_col_3735
 	ADDQ        CX, R14
 	ADDQ        DX, BX
 	ADDQ        SI, DI
 	INCQ        R15
 	CMPQ        R15, m+16(FP)
-	JL          epi2_row_3589
-	JMP         epi2_done_3315
+	JL          epi2_row_3734
+	JMP         epi2_done_3460
 
-epi_flag_3579:
+epi_flag_3724:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3591
+	JNZ          epi_flag_3736
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3592
+	JNZ          epi_flag_3737
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -79550,10 +85702,10 @@ epi_flag_3579:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3593:
+epi2_row_3738:
 	XORQ R14, R14
 
-epi2_col_3594:
+epi2_col_3739:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -79604,16 +85756,16 @@ epi2_col_3594:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3594
+	JL           epi2_col_3739
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3593
-	JMP          epi2_done_3315
+	JL           epi2_row_3738
+	JMP          epi2_done_3460
 
-epi_flag_3592:
+epi_flag_3737:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -79650,10 +85802,10 @@ epi_flag_3592:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3595:
+epi2_row_3740:
 	XORQ R14, R14
 
-epi2_col_3596:
+epi2_col_3741:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -79704,18 +85856,18 @@ epi2_col_3596:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3596
+	JL           epi2_col_3741
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3595
-	JMP          epi2_done_3315
+	JL           epi2_row_3740
+	JMP          epi2_done_3460
 
-epi_flag_3591:
+epi_flag_3736:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3597
+	JNZ          epi_flag_3742
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -79753,12 +85905,12 @@ epi_flag_3591:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3598:
+epi2_row_3743:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3599:
+epi2_col_3744:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -79810,16 +85962,16 @@ epi2_col_3599:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_3599
+	JL           epi2_col_3744
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_3598
-	JMP          epi2_done_3315
+	JL           epi2_row_3743
+	JMP          epi2_done_3460
 
-epi_flag_3597:
+epi_flag_3742:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -79857,12 +86009,12 @@ epi_flag_3597:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3600:
+epi2_row_3745:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3601:
+epi2_col_3746:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -79914,26 +86066,26 @@ epi2_col_3601:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_3601
+	JL           epi2_col_3746
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_3600
-	JMP          epi2_done_3315
+	JL           epi2_row_3745
+	JMP          epi2_done_3460
 
-epi2_gelu_u8_3312:
+epi2_gelu_u8_3456:
 	TESTQ        $0x00000008, AX
-	JZ           epi2_none_3314
+	JZ           epi2_none_3459
 	TESTQ        $0x00000001, AX
-	JNZ          epi_flag_3602
+	JNZ          epi_flag_3747
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3603
+	JNZ          epi_flag_3748
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3604
+	JNZ          epi_flag_3749
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3605
+	JNZ          epi_flag_3750
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -79964,10 +86116,10 @@ epi2_gelu_u8_3312:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3606:
+epi2_row_3751:
 	XORQ R10, R10
 
-epi2_col_3607:
+epi2_col_3752:
 	VMOVDQU      (R8)(R10*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R10*4), Y4, Y4
@@ -80006,15 +86158,15 @@ epi2_col_3607:
 	VMOVQ        X4, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3607
+	JL           epi2_col_3752
 	ADDQ         CX, R8
 	ADDQ         DX, BX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3606
-	JMP          epi2_done_3315
+	JL           epi2_row_3751
+	JMP          epi2_done_3460
 
-epi_flag_3605:
+epi_flag_3750:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80046,11 +86198,11 @@ epi_flag_3605:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3608:
+epi2_row_3753:
 	VBROADCASTSS (SI)(R10*4), Y4
 	XORQ         R11, R11
 
-epi2_col_3609:
+epi2_col_3754:
 	VMOVDQU      (R9)(R11*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R11*4), Y5, Y5
@@ -80090,19 +86242,19 @@ epi2_col_3609:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3609
+	JL           epi2_col_3754
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3608
-	JMP          epi2_done_3315
+	JL           epi2_row_3753
+	JMP          epi2_done_3460
 
-epi_flag_3604:
+epi_flag_3749:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3610
+	JNZ          epi_flag_3755
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3611
+	JNZ          epi_flag_3756
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80136,10 +86288,10 @@ epi_flag_3604:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3612:
+epi2_row_3757:
 	XORQ R12, R12
 
-epi2_col_3613:
+epi2_col_3758:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -80179,16 +86331,16 @@ epi2_col_3613:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3613
+	JL           epi2_col_3758
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3612
-	JMP          epi2_done_3315
+	JL           epi2_row_3757
+	JMP          epi2_done_3460
 
-epi_flag_3611:
+epi_flag_3756:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80222,10 +86374,10 @@ epi_flag_3611:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3614:
+epi2_row_3759:
 	XORQ R12, R12
 
-epi2_col_3615:
+epi2_col_3760:
 	VMOVDQU      (R10)(R12*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R12*4), Y4, Y4
@@ -80265,18 +86417,18 @@ epi2_col_3615:
 	VMOVQ        X4, (DI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3615
+	JL           epi2_col_3760
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3614
-	JMP          epi2_done_3315
+	JL           epi2_row_3759
+	JMP          epi2_done_3460
 
-epi_flag_3610:
+epi_flag_3755:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3616
+	JNZ          epi_flag_3761
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80311,11 +86463,11 @@ epi_flag_3610:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3617:
+epi2_row_3762:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3618:
+epi2_col_3763:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -80356,16 +86508,16 @@ epi2_col_3618:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3618
+	JL           epi2_col_3763
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3617
-	JMP          epi2_done_3315
+	JL           epi2_row_3762
+	JMP          epi2_done_3460
 
-epi_flag_3616:
+epi_flag_3761:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80400,11 +86552,11 @@ epi_flag_3616:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3619:
+epi2_row_3764:
 	VBROADCASTSS (R8)(R12*4), Y4
 	XORQ         R13, R13
 
-epi2_col_3620:
+epi2_col_3765:
 	VMOVDQU      (R11)(R13*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R13*4), Y5, Y5
@@ -80445,20 +86597,20 @@ epi2_col_3620:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3620
+	JL           epi2_col_3765
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3619
-	JMP          epi2_done_3315
+	JL           epi2_row_3764
+	JMP          epi2_done_3460
 
-epi_flag_3603:
+epi_flag_3748:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3621
+	JNZ          epi_flag_3766
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3622
+	JNZ          epi_flag_3767
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80490,10 +86642,10 @@ epi_flag_3603:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3623:
+epi2_row_3768:
 	XORQ R11, R11
 
-epi2_col_3624:
+epi2_col_3769:
 	VMOVDQU      (R9)(R11*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (SI)(R11*4), Y4, Y4
@@ -80533,15 +86685,15 @@ epi2_col_3624:
 	VMOVQ        X4, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3624
+	JL           epi2_col_3769
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3623
-	JMP          epi2_done_3315
+	JL           epi2_row_3768
+	JMP          epi2_done_3460
 
-epi_flag_3622:
+epi_flag_3767:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80574,11 +86726,11 @@ epi_flag_3622:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3625:
+epi2_row_3770:
 	VBROADCASTSS (SI)(R11*4), Y4
 	XORQ         R12, R12
 
-epi2_col_3626:
+epi2_col_3771:
 	VMOVDQU      (R10)(R12*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (DI)(R12*4), Y5, Y5
@@ -80619,19 +86771,19 @@ epi2_col_3626:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3626
+	JL           epi2_col_3771
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3625
-	JMP          epi2_done_3315
+	JL           epi2_row_3770
+	JMP          epi2_done_3460
 
-epi_flag_3621:
+epi_flag_3766:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3627
+	JNZ          epi_flag_3772
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3628
+	JNZ          epi_flag_3773
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80666,10 +86818,10 @@ epi_flag_3621:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3629:
+epi2_row_3774:
 	XORQ R13, R13
 
-epi2_col_3630:
+epi2_col_3775:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -80710,16 +86862,16 @@ epi2_col_3630:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3630
+	JL           epi2_col_3775
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3629
-	JMP          epi2_done_3315
+	JL           epi2_row_3774
+	JMP          epi2_done_3460
 
-epi_flag_3628:
+epi_flag_3773:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80754,10 +86906,10 @@ epi_flag_3628:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3631:
+epi2_row_3776:
 	XORQ R13, R13
 
-epi2_col_3632:
+epi2_col_3777:
 	VMOVDQU      (R11)(R13*4), Y4
 	VCVTDQ2PS    Y4, Y4
 	VMULPS       (R8)(R13*4), Y4, Y4
@@ -80798,18 +86950,18 @@ epi2_col_3632:
 	VMOVQ        X4, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3632
+	JL           epi2_col_3777
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3631
-	JMP          epi2_done_3315
+	JL           epi2_row_3776
+	JMP          epi2_done_3460
 
-epi_flag_3627:
+epi_flag_3772:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3633
+	JNZ          epi_flag_3778
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80845,11 +86997,11 @@ epi_flag_3627:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3634:
+epi2_row_3779:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3635:
+epi2_col_3780:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -80891,16 +87043,16 @@ epi2_col_3635:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3635
+	JL           epi2_col_3780
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3634
-	JMP          epi2_done_3315
+	JL           epi2_row_3779
+	JMP          epi2_done_3460
 
-epi_flag_3633:
+epi_flag_3778:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -80936,11 +87088,11 @@ epi_flag_3633:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3636:
+epi2_row_3781:
 	VBROADCASTSS (R8)(R13*4), Y4
 	XORQ         R14, R14
 
-epi2_col_3637:
+epi2_col_3782:
 	VMOVDQU      (R12)(R14*4), Y5
 	VCVTDQ2PS    Y5, Y5
 	VMULPS       (R9)(R14*4), Y5, Y5
@@ -80982,22 +87134,22 @@ epi2_col_3637:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3637
+	JL           epi2_col_3782
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3636
-	JMP          epi2_done_3315
+	JL           epi2_row_3781
+	JMP          epi2_done_3460
 
-epi_flag_3602:
+epi_flag_3747:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3638
+	JNZ          epi_flag_3783
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3639
+	JNZ          epi_flag_3784
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3640
+	JNZ          epi_flag_3785
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -81030,10 +87182,10 @@ epi_flag_3602:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3641:
+epi2_row_3786:
 	XORQ R11, R11
 
-epi2_col_3642:
+epi2_col_3787:
 	VMOVDQU      (R9)(R11*4), Y5
 	VPMULLD      (DI)(R11*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -81074,15 +87226,15 @@ epi2_col_3642:
 	VMOVQ        X5, (BX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3642
+	JL           epi2_col_3787
 	ADDQ         CX, R9
 	ADDQ         DX, BX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3641
-	JMP          epi2_done_3315
+	JL           epi2_row_3786
+	JMP          epi2_done_3460
 
-epi_flag_3640:
+epi_flag_3785:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -81116,12 +87268,12 @@ epi_flag_3640:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3643:
+epi2_row_3788:
 	VBROADCASTSS (SI)(R12*4), Y4
 	VPBROADCASTD (DI)(R12*4), Y5
 	XORQ         R13, R13
 
-epi2_col_3644:
+epi2_col_3789:
 	VMOVDQU      (R11)(R13*4), Y6
 	VPMULLD      (R9)(R13*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -81163,19 +87315,19 @@ epi2_col_3644:
 	VMOVQ        X6, (BX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3644
+	JL           epi2_col_3789
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3643
-	JMP          epi2_done_3315
+	JL           epi2_row_3788
+	JMP          epi2_done_3460
 
-epi_flag_3639:
+epi_flag_3784:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3645
+	JNZ          epi_flag_3790
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3646
+	JNZ          epi_flag_3791
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -81211,10 +87363,10 @@ epi_flag_3639:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3647:
+epi2_row_3792:
 	XORQ R13, R13
 
-epi2_col_3648:
+epi2_col_3793:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -81256,16 +87408,16 @@ epi2_col_3648:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3648
+	JL           epi2_col_3793
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3647
-	JMP          epi2_done_3315
+	JL           epi2_row_3792
+	JMP          epi2_done_3460
 
-epi_flag_3646:
+epi_flag_3791:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -81301,10 +87453,10 @@ epi_flag_3646:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3649:
+epi2_row_3794:
 	XORQ R13, R13
 
-epi2_col_3650:
+epi2_col_3795:
 	VMOVDQU      (R11)(R13*4), Y5
 	VPMULLD      (R9)(R13*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -81346,18 +87498,18 @@ epi2_col_3650:
 	VMOVQ        X5, (DI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3650
+	JL           epi2_col_3795
 	ADDQ         CX, R11
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3649
-	JMP          epi2_done_3315
+	JL           epi2_row_3794
+	JMP          epi2_done_3460
 
-epi_flag_3645:
+epi_flag_3790:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3651
+	JNZ          epi_flag_3796
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -81394,12 +87546,12 @@ epi_flag_3645:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3652:
+epi2_row_3797:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3653:
+epi2_col_3798:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -81442,16 +87594,16 @@ epi2_col_3653:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3653
+	JL           epi2_col_3798
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3652
-	JMP          epi2_done_3315
+	JL           epi2_row_3797
+	JMP          epi2_done_3460
 
-epi_flag_3651:
+epi_flag_3796:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -81488,12 +87640,12 @@ epi_flag_3651:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3654:
+epi2_row_3799:
 	VBROADCASTSS (R8)(R14*4), Y4
 	VPBROADCASTD (R9)(R14*4), Y5
 	XORQ         R15, R15
 
-epi2_col_3655:
+epi2_col_3800:
 	VMOVDQU      (R13)(R15*4), Y6
 	VPMULLD      (R11)(R15*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -81536,20 +87688,20 @@ epi2_col_3655:
 	VMOVQ        X6, (DI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3655
+	JL           epi2_col_3800
 	ADDQ         CX, R13
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3654
-	JMP          epi2_done_3315
+	JL           epi2_row_3799
+	JMP          epi2_done_3460
 
-epi_flag_3638:
+epi_flag_3783:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3656
+	JNZ          epi_flag_3801
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3657
+	JNZ          epi_flag_3802
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -81583,10 +87735,10 @@ epi_flag_3638:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3658:
+epi2_row_3803:
 	XORQ R12, R12
 
-epi2_col_3659:
+epi2_col_3804:
 	VMOVDQU      (R10)(R12*4), Y5
 	VPMULLD      (DI)(R12*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -81628,15 +87780,15 @@ epi2_col_3659:
 	VMOVQ        X5, (BX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3659
+	JL           epi2_col_3804
 	ADDQ         CX, R10
 	ADDQ         DX, BX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3658
-	JMP          epi2_done_3315
+	JL           epi2_row_3803
+	JMP          epi2_done_3460
 
-epi_flag_3657:
+epi_flag_3802:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -81671,12 +87823,12 @@ epi_flag_3657:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3660:
+epi2_row_3805:
 	VBROADCASTSS (SI)(R13*4), Y4
 	VPBROADCASTD (DI)(R13*4), Y5
 	XORQ         R14, R14
 
-epi2_col_3661:
+epi2_col_3806:
 	VMOVDQU      (R12)(R14*4), Y6
 	VPMULLD      (R9)(R14*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -81719,19 +87871,19 @@ epi2_col_3661:
 	VMOVQ        X6, (BX)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3661
+	JL           epi2_col_3806
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3660
-	JMP          epi2_done_3315
+	JL           epi2_row_3805
+	JMP          epi2_done_3460
 
-epi_flag_3656:
+epi_flag_3801:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3662
+	JNZ          epi_flag_3807
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3663
+	JNZ          epi_flag_3808
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -81768,10 +87920,10 @@ epi_flag_3656:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3664:
+epi2_row_3809:
 	XORQ R14, R14
 
-epi2_col_3665:
+epi2_col_3810:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -81814,16 +87966,16 @@ epi2_col_3665:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3665
+	JL           epi2_col_3810
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3664
-	JMP          epi2_done_3315
+	JL           epi2_row_3809
+	JMP          epi2_done_3460
 
-epi_flag_3663:
+epi_flag_3808:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -81860,10 +88012,10 @@ epi_flag_3663:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3666:
+epi2_row_3811:
 	XORQ R14, R14
 
-epi2_col_3667:
+epi2_col_3812:
 	VMOVDQU      (R12)(R14*4), Y5
 	VPMULLD      (R9)(R14*4), Y0, Y6
 	VPSUBD       Y6, Y5, Y5
@@ -81906,18 +88058,18 @@ epi2_col_3667:
 	VMOVQ        X5, (DI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3667
+	JL           epi2_col_3812
 	ADDQ         CX, R12
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3666
-	JMP          epi2_done_3315
+	JL           epi2_row_3811
+	JMP          epi2_done_3460
 
-epi_flag_3662:
+epi_flag_3807:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3668
+	JNZ          epi_flag_3813
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -81955,12 +88107,12 @@ epi_flag_3662:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3669:
+epi2_row_3814:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3670:
+epi2_col_3815:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -82004,16 +88156,16 @@ epi2_col_3670:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_3670
+	JL           epi2_col_3815
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_3669
-	JMP          epi2_done_3315
+	JL           epi2_row_3814
+	JMP          epi2_done_3460
 
-epi_flag_3668:
+epi_flag_3813:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82051,12 +88203,12 @@ epi_flag_3668:
 	MOVQ         c+0(FP), R14
 	XORQ         R15, R15
 
-epi2_row_3671:
+epi2_row_3816:
 	VBROADCASTSS (R8)(R15*4), Y4
 	VPBROADCASTD (R9)(R15*4), Y5
 	XORQ         BP, BP
 
-epi2_col_3672:
+epi2_col_3817:
 	VMOVDQU      (R14)(BP*4), Y6
 	VPMULLD      (R11)(BP*4), Y5, Y7
 	VPSUBD       Y7, Y6, Y6
@@ -82100,26 +88252,26 @@ epi2_col_3672:
 	VMOVQ        X6, (DI)(BP*1)
 	ADDQ         $0x08, BP
 	CMPQ         BP, R13
-	JL           epi2_col_3672
+	JL           epi2_col_3817
 	ADDQ         CX, R14
 	ADDQ         DX, BX
 	ADDQ         SI, DI
 	INCQ         R15
 	CMPQ         R15, m+16(FP)
-	JL           epi2_row_3671
-	JMP          epi2_done_3315
+	JL           epi2_row_3816
+	JMP          epi2_done_3460
 
-epi2_relu_3313:
+epi2_relu_3457:
 	TESTQ $0x00000001, AX
-	JNZ   epi_flag_3673
+	JNZ   epi_flag_3818
 	TESTQ $0x00000002, AX
-	JNZ   epi_flag_3674
+	JNZ   epi_flag_3819
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3675
+	JNZ   epi_flag_3820
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3676
+	JNZ   epi_flag_3821
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3677
+	JNZ   epi_flag_3822
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82131,10 +88283,10 @@ epi2_relu_3313:
 	MOVQ  c+0(FP), DI
 	XORQ  R8, R8
 
-epi2_row_3678:
+epi2_row_3823:
 	XORQ R9, R9
 
-epi2_col_3679:
+epi2_col_3824:
 	VMOVDQU   (DI)(R9*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R9*4), Y1, Y1
@@ -82143,15 +88295,15 @@ epi2_col_3679:
 	VMOVUPS   Y1, (DX)(R9*4)
 	ADDQ      $0x08, R9
 	CMPQ      R9, SI
-	JL        epi2_col_3679
+	JL        epi2_col_3824
 	ADDQ      AX, DI
 	ADDQ      CX, DX
 	INCQ      R8
 	CMPQ      R8, m+16(FP)
-	JL        epi2_row_3678
-	JMP       epi2_done_3315
+	JL        epi2_row_3823
+	JMP       epi2_done_3460
 
-epi_flag_3677:
+epi_flag_3822:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82164,11 +88316,11 @@ epi_flag_3677:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3680:
+epi2_row_3825:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_3681:
+epi2_col_3826:
 	VMOVDQU   (R8)(R10*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R10*4), Y2, Y2
@@ -82178,17 +88330,17 @@ epi2_col_3681:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3681
+	JL        epi2_col_3826
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3680
-	JMP       epi2_done_3315
+	JL        epi2_row_3825
+	JMP       epi2_done_3460
 
-epi_flag_3676:
+epi_flag_3821:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3682
+	JNZ          epi_flag_3827
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82210,10 +88362,10 @@ epi_flag_3676:
 	MOVQ         c+0(FP), DI
 	XORQ         R8, R8
 
-epi2_row_3683:
+epi2_row_3828:
 	XORQ R9, R9
 
-epi2_col_3684:
+epi2_col_3829:
 	VMOVDQU      (DI)(R9*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R9*4), Y1, Y1
@@ -82230,15 +88382,15 @@ epi2_col_3684:
 	VMOVQ        X1, (DX)(R9*1)
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           epi2_col_3684
+	JL           epi2_col_3829
 	ADDQ         AX, DI
 	ADDQ         CX, DX
 	INCQ         R8
 	CMPQ         R8, m+16(FP)
-	JL           epi2_row_3683
-	JMP          epi2_done_3315
+	JL           epi2_row_3828
+	JMP          epi2_done_3460
 
-epi_flag_3682:
+epi_flag_3827:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82261,11 +88413,11 @@ epi_flag_3682:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3685:
+epi2_row_3830:
 	VBROADCASTSS (BX)(R9*4), Y1
 	XORQ         R10, R10
 
-epi2_col_3686:
+epi2_col_3831:
 	VMOVDQU      (R8)(R10*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R10*4), Y2, Y2
@@ -82283,21 +88435,21 @@ epi2_col_3686:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3686
+	JL           epi2_col_3831
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3685
-	JMP          epi2_done_3315
+	JL           epi2_row_3830
+	JMP          epi2_done_3460
 
-epi_flag_3675:
+epi_flag_3820:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3687
+	JNZ   epi_flag_3832
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3688
+	JNZ   epi_flag_3833
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3689
+	JNZ   epi_flag_3834
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82312,10 +88464,10 @@ epi_flag_3675:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3690:
+epi2_row_3835:
 	XORQ R11, R11
 
-epi2_col_3691:
+epi2_col_3836:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -82325,16 +88477,16 @@ epi2_col_3691:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3691
+	JL        epi2_col_3836
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3690
-	JMP       epi2_done_3315
+	JL        epi2_row_3835
+	JMP       epi2_done_3460
 
-epi_flag_3689:
+epi_flag_3834:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82349,10 +88501,10 @@ epi_flag_3689:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3692:
+epi2_row_3837:
 	XORQ R11, R11
 
-epi2_col_3693:
+epi2_col_3838:
 	VMOVDQU   (R9)(R11*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R11*4), Y1, Y1
@@ -82362,18 +88514,18 @@ epi2_col_3693:
 	VMOVUPS   Y1, (SI)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3693
+	JL        epi2_col_3838
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3692
-	JMP       epi2_done_3315
+	JL        epi2_row_3837
+	JMP       epi2_done_3460
 
-epi_flag_3688:
+epi_flag_3833:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3694
+	JNZ   epi_flag_3839
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82389,11 +88541,11 @@ epi_flag_3688:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3695:
+epi2_row_3840:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3696:
+epi2_col_3841:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -82404,16 +88556,16 @@ epi2_col_3696:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3696
+	JL        epi2_col_3841
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3695
-	JMP       epi2_done_3315
+	JL        epi2_row_3840
+	JMP       epi2_done_3460
 
-epi_flag_3694:
+epi_flag_3839:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82429,11 +88581,11 @@ epi_flag_3694:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3697:
+epi2_row_3842:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3698:
+epi2_col_3843:
 	VMOVDQU   (R10)(R12*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R12*4), Y2, Y2
@@ -82444,20 +88596,20 @@ epi2_col_3698:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3698
+	JL        epi2_col_3843
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3697
-	JMP       epi2_done_3315
+	JL        epi2_row_3842
+	JMP       epi2_done_3460
 
-epi_flag_3687:
+epi_flag_3832:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3699
+	JNZ          epi_flag_3844
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3700
+	JNZ          epi_flag_3845
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82482,10 +88634,10 @@ epi_flag_3687:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3701:
+epi2_row_3846:
 	XORQ R11, R11
 
-epi2_col_3702:
+epi2_col_3847:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -82503,16 +88655,16 @@ epi2_col_3702:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3702
+	JL           epi2_col_3847
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3701
-	JMP          epi2_done_3315
+	JL           epi2_row_3846
+	JMP          epi2_done_3460
 
-epi_flag_3700:
+epi_flag_3845:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82537,10 +88689,10 @@ epi_flag_3700:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3703:
+epi2_row_3848:
 	XORQ R11, R11
 
-epi2_col_3704:
+epi2_col_3849:
 	VMOVDQU      (R9)(R11*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R11*4), Y1, Y1
@@ -82558,18 +88710,18 @@ epi2_col_3704:
 	VMOVQ        X1, (SI)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3704
+	JL           epi2_col_3849
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3703
-	JMP          epi2_done_3315
+	JL           epi2_row_3848
+	JMP          epi2_done_3460
 
-epi_flag_3699:
+epi_flag_3844:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3705
+	JNZ          epi_flag_3850
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82595,11 +88747,11 @@ epi_flag_3699:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3706:
+epi2_row_3851:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3707:
+epi2_col_3852:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -82618,16 +88770,16 @@ epi2_col_3707:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3707
+	JL           epi2_col_3852
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3706
-	JMP          epi2_done_3315
+	JL           epi2_row_3851
+	JMP          epi2_done_3460
 
-epi_flag_3705:
+epi_flag_3850:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82653,11 +88805,11 @@ epi_flag_3705:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3708:
+epi2_row_3853:
 	VBROADCASTSS (DI)(R11*4), Y1
 	XORQ         R12, R12
 
-epi2_col_3709:
+epi2_col_3854:
 	VMOVDQU      (R10)(R12*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R12*4), Y2, Y2
@@ -82676,22 +88828,22 @@ epi2_col_3709:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3709
+	JL           epi2_col_3854
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3708
-	JMP          epi2_done_3315
+	JL           epi2_row_3853
+	JMP          epi2_done_3460
 
-epi_flag_3674:
+epi_flag_3819:
 	TESTQ $0x00000004, AX
-	JNZ   epi_flag_3710
+	JNZ   epi_flag_3855
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3711
+	JNZ   epi_flag_3856
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3712
+	JNZ   epi_flag_3857
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82704,10 +88856,10 @@ epi_flag_3674:
 	MOVQ  c+0(FP), R8
 	XORQ  R9, R9
 
-epi2_row_3713:
+epi2_row_3858:
 	XORQ R10, R10
 
-epi2_col_3714:
+epi2_col_3859:
 	VMOVDQU   (R8)(R10*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (BX)(R10*4), Y1, Y1
@@ -82717,15 +88869,15 @@ epi2_col_3714:
 	VMOVUPS   Y1, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3714
+	JL        epi2_col_3859
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3713
-	JMP       epi2_done_3315
+	JL        epi2_row_3858
+	JMP       epi2_done_3460
 
-epi_flag_3712:
+epi_flag_3857:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82739,11 +88891,11 @@ epi_flag_3712:
 	MOVQ  c+0(FP), R9
 	XORQ  R10, R10
 
-epi2_row_3715:
+epi2_row_3860:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_3716:
+epi2_col_3861:
 	VMOVDQU   (R9)(R11*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (SI)(R11*4), Y2, Y2
@@ -82754,17 +88906,17 @@ epi2_col_3716:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3716
+	JL        epi2_col_3861
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3715
-	JMP       epi2_done_3315
+	JL        epi2_row_3860
+	JMP       epi2_done_3460
 
-epi_flag_3711:
+epi_flag_3856:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3717
+	JNZ          epi_flag_3862
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82787,10 +88939,10 @@ epi_flag_3711:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3718:
+epi2_row_3863:
 	XORQ R10, R10
 
-epi2_col_3719:
+epi2_col_3864:
 	VMOVDQU      (R8)(R10*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (BX)(R10*4), Y1, Y1
@@ -82808,15 +88960,15 @@ epi2_col_3719:
 	VMOVQ        X1, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3719
+	JL           epi2_col_3864
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3718
-	JMP          epi2_done_3315
+	JL           epi2_row_3863
+	JMP          epi2_done_3460
 
-epi_flag_3717:
+epi_flag_3862:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -82840,11 +88992,11 @@ epi_flag_3717:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3720:
+epi2_row_3865:
 	VBROADCASTSS (BX)(R10*4), Y1
 	XORQ         R11, R11
 
-epi2_col_3721:
+epi2_col_3866:
 	VMOVDQU      (R9)(R11*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (SI)(R11*4), Y2, Y2
@@ -82863,21 +89015,21 @@ epi2_col_3721:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3721
+	JL           epi2_col_3866
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3720
-	JMP          epi2_done_3315
+	JL           epi2_row_3865
+	JMP          epi2_done_3460
 
-epi_flag_3710:
+epi_flag_3855:
 	TESTQ $0x00000008, AX
-	JNZ   epi_flag_3722
+	JNZ   epi_flag_3867
 	TESTQ $0x00000010, AX
-	JNZ   epi_flag_3723
+	JNZ   epi_flag_3868
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3724
+	JNZ   epi_flag_3869
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82893,10 +89045,10 @@ epi_flag_3710:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3725:
+epi2_row_3870:
 	XORQ R12, R12
 
-epi2_col_3726:
+epi2_col_3871:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -82907,16 +89059,16 @@ epi2_col_3726:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3726
+	JL        epi2_col_3871
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3725
-	JMP       epi2_done_3315
+	JL        epi2_row_3870
+	JMP       epi2_done_3460
 
-epi_flag_3724:
+epi_flag_3869:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82932,10 +89084,10 @@ epi_flag_3724:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3727:
+epi2_row_3872:
 	XORQ R12, R12
 
-epi2_col_3728:
+epi2_col_3873:
 	VMOVDQU   (R10)(R12*4), Y1
 	VCVTDQ2PS Y1, Y1
 	VMULPS    (DI)(R12*4), Y1, Y1
@@ -82946,18 +89098,18 @@ epi2_col_3728:
 	VMOVUPS   Y1, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3728
+	JL        epi2_col_3873
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3727
-	JMP       epi2_done_3315
+	JL        epi2_row_3872
+	JMP       epi2_done_3460
 
-epi_flag_3723:
+epi_flag_3868:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3729
+	JNZ   epi_flag_3874
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -82974,11 +89126,11 @@ epi_flag_3723:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3730:
+epi2_row_3875:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3731:
+epi2_col_3876:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -82990,16 +89142,16 @@ epi2_col_3731:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3731
+	JL        epi2_col_3876
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3730
-	JMP       epi2_done_3315
+	JL        epi2_row_3875
+	JMP       epi2_done_3460
 
-epi_flag_3729:
+epi_flag_3874:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -83016,11 +89168,11 @@ epi_flag_3729:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3732:
+epi2_row_3877:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3733:
+epi2_col_3878:
 	VMOVDQU   (R11)(R13*4), Y2
 	VCVTDQ2PS Y2, Y2
 	VMULPS    (R8)(R13*4), Y2, Y2
@@ -83032,20 +89184,20 @@ epi2_col_3733:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3733
+	JL        epi2_col_3878
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3732
-	JMP       epi2_done_3315
+	JL        epi2_row_3877
+	JMP       epi2_done_3460
 
-epi_flag_3722:
+epi_flag_3867:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3734
+	JNZ          epi_flag_3879
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3735
+	JNZ          epi_flag_3880
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -83071,10 +89223,10 @@ epi_flag_3722:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3736:
+epi2_row_3881:
 	XORQ R12, R12
 
-epi2_col_3737:
+epi2_col_3882:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -83093,16 +89245,16 @@ epi2_col_3737:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3737
+	JL           epi2_col_3882
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3736
-	JMP          epi2_done_3315
+	JL           epi2_row_3881
+	JMP          epi2_done_3460
 
-epi_flag_3735:
+epi_flag_3880:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -83128,10 +89280,10 @@ epi_flag_3735:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3738:
+epi2_row_3883:
 	XORQ R12, R12
 
-epi2_col_3739:
+epi2_col_3884:
 	VMOVDQU      (R10)(R12*4), Y1
 	VCVTDQ2PS    Y1, Y1
 	VMULPS       (DI)(R12*4), Y1, Y1
@@ -83150,18 +89302,18 @@ epi2_col_3739:
 	VMOVQ        X1, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3739
+	JL           epi2_col_3884
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3738
-	JMP          epi2_done_3315
+	JL           epi2_row_3883
+	JMP          epi2_done_3460
 
-epi_flag_3734:
+epi_flag_3879:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3740
+	JNZ          epi_flag_3885
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -83188,11 +89340,11 @@ epi_flag_3734:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3741:
+epi2_row_3886:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3742:
+epi2_col_3887:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -83212,16 +89364,16 @@ epi2_col_3742:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3742
+	JL           epi2_col_3887
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3741
-	JMP          epi2_done_3315
+	JL           epi2_row_3886
+	JMP          epi2_done_3460
 
-epi_flag_3740:
+epi_flag_3885:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -83248,11 +89400,11 @@ epi_flag_3740:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3743:
+epi2_row_3888:
 	VBROADCASTSS (DI)(R12*4), Y1
 	XORQ         R13, R13
 
-epi2_col_3744:
+epi2_col_3889:
 	VMOVDQU      (R11)(R13*4), Y2
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       (R8)(R13*4), Y2, Y2
@@ -83272,24 +89424,24 @@ epi2_col_3744:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3744
+	JL           epi2_col_3889
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3743
-	JMP          epi2_done_3315
+	JL           epi2_row_3888
+	JMP          epi2_done_3460
 
-epi_flag_3673:
+epi_flag_3818:
 	TESTQ        $0x00000002, AX
-	JNZ          epi_flag_3745
+	JNZ          epi_flag_3890
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3746
+	JNZ          epi_flag_3891
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3747
+	JNZ          epi_flag_3892
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3748
+	JNZ          epi_flag_3893
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -83303,10 +89455,10 @@ epi_flag_3673:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3749:
+epi2_row_3894:
 	XORQ R10, R10
 
-epi2_col_3750:
+epi2_col_3895:
 	VMOVDQU   (R8)(R10*4), Y2
 	VPMULLD   (SI)(R10*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -83317,15 +89469,15 @@ epi2_col_3750:
 	VMOVUPS   Y2, (DX)(R10*4)
 	ADDQ      $0x08, R10
 	CMPQ      R10, DI
-	JL        epi2_col_3750
+	JL        epi2_col_3895
 	ADDQ      AX, R8
 	ADDQ      CX, DX
 	INCQ      R9
 	CMPQ      R9, m+16(FP)
-	JL        epi2_row_3749
-	JMP       epi2_done_3315
+	JL        epi2_row_3894
+	JMP       epi2_done_3460
 
-epi_flag_3748:
+epi_flag_3893:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -83340,12 +89492,12 @@ epi_flag_3748:
 	MOVQ  c+0(FP), R10
 	XORQ  R11, R11
 
-epi2_row_3751:
+epi2_row_3896:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_3752:
+epi2_col_3897:
 	VMOVDQU   (R10)(R12*4), Y3
 	VPMULLD   (R8)(R12*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -83357,17 +89509,17 @@ epi2_col_3752:
 	VMOVUPS   Y3, (DX)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3752
+	JL        epi2_col_3897
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3751
-	JMP       epi2_done_3315
+	JL        epi2_row_3896
+	JMP       epi2_done_3460
 
-epi_flag_3747:
+epi_flag_3892:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3753
+	JNZ          epi_flag_3898
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -83391,10 +89543,10 @@ epi_flag_3747:
 	MOVQ         c+0(FP), R8
 	XORQ         R9, R9
 
-epi2_row_3754:
+epi2_row_3899:
 	XORQ R10, R10
 
-epi2_col_3755:
+epi2_col_3900:
 	VMOVDQU      (R8)(R10*4), Y2
 	VPMULLD      (SI)(R10*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -83413,15 +89565,15 @@ epi2_col_3755:
 	VMOVQ        X2, (DX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           epi2_col_3755
+	JL           epi2_col_3900
 	ADDQ         AX, R8
 	ADDQ         CX, DX
 	INCQ         R9
 	CMPQ         R9, m+16(FP)
-	JL           epi2_row_3754
-	JMP          epi2_done_3315
+	JL           epi2_row_3899
+	JMP          epi2_done_3460
 
-epi_flag_3753:
+epi_flag_3898:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -83446,12 +89598,12 @@ epi_flag_3753:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3756:
+epi2_row_3901:
 	VBROADCASTSS (BX)(R11*4), Y1
 	VPBROADCASTD (SI)(R11*4), Y2
 	XORQ         R12, R12
 
-epi2_col_3757:
+epi2_col_3902:
 	VMOVDQU      (R10)(R12*4), Y3
 	VPMULLD      (R8)(R12*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -83471,21 +89623,21 @@ epi2_col_3757:
 	VMOVQ        X3, (DX)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3757
+	JL           epi2_col_3902
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3756
-	JMP          epi2_done_3315
+	JL           epi2_row_3901
+	JMP          epi2_done_3460
 
-epi_flag_3746:
+epi_flag_3891:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3758
+	JNZ          epi_flag_3903
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3759
+	JNZ          epi_flag_3904
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3760
+	JNZ          epi_flag_3905
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -83502,10 +89654,10 @@ epi_flag_3746:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3761:
+epi2_row_3906:
 	XORQ R12, R12
 
-epi2_col_3762:
+epi2_col_3907:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -83517,16 +89669,16 @@ epi2_col_3762:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3762
+	JL        epi2_col_3907
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3761
-	JMP       epi2_done_3315
+	JL        epi2_row_3906
+	JMP       epi2_done_3460
 
-epi_flag_3760:
+epi_flag_3905:
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -83543,10 +89695,10 @@ epi_flag_3760:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3763:
+epi2_row_3908:
 	XORQ R12, R12
 
-epi2_col_3764:
+epi2_col_3909:
 	VMOVDQU   (R10)(R12*4), Y2
 	VPMULLD   (R8)(R12*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -83558,18 +89710,18 @@ epi2_col_3764:
 	VMOVUPS   Y2, (SI)(R12*4)
 	ADDQ      $0x08, R12
 	CMPQ      R12, R9
-	JL        epi2_col_3764
+	JL        epi2_col_3909
 	ADDQ      AX, R10
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R11
 	CMPQ      R11, m+16(FP)
-	JL        epi2_row_3763
-	JMP       epi2_done_3315
+	JL        epi2_row_3908
+	JMP       epi2_done_3460
 
-epi_flag_3759:
+epi_flag_3904:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3765
+	JNZ   epi_flag_3910
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -83587,12 +89739,12 @@ epi_flag_3759:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_3766:
+epi2_row_3911:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3767:
+epi2_col_3912:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -83605,16 +89757,16 @@ epi2_col_3767:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3767
+	JL        epi2_col_3912
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3766
-	JMP       epi2_done_3315
+	JL        epi2_row_3911
+	JMP       epi2_done_3460
 
-epi_flag_3765:
+epi_flag_3910:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -83632,12 +89784,12 @@ epi_flag_3765:
 	MOVQ  c+0(FP), R12
 	XORQ  R13, R13
 
-epi2_row_3768:
+epi2_row_3913:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3769:
+epi2_col_3914:
 	VMOVDQU   (R12)(R14*4), Y3
 	VPMULLD   (R10)(R14*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -83650,20 +89802,20 @@ epi2_col_3769:
 	VMOVUPS   Y3, (SI)(R14*4)
 	ADDQ      $0x08, R14
 	CMPQ      R14, R11
-	JL        epi2_col_3769
+	JL        epi2_col_3914
 	ADDQ      AX, R12
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R13
 	CMPQ      R13, m+16(FP)
-	JL        epi2_row_3768
-	JMP       epi2_done_3315
+	JL        epi2_row_3913
+	JMP       epi2_done_3460
 
-epi_flag_3758:
+epi_flag_3903:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3770
+	JNZ          epi_flag_3915
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3771
+	JNZ          epi_flag_3916
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -83690,10 +89842,10 @@ epi_flag_3758:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3772:
+epi2_row_3917:
 	XORQ R12, R12
 
-epi2_col_3773:
+epi2_col_3918:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -83713,16 +89865,16 @@ epi2_col_3773:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3773
+	JL           epi2_col_3918
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3772
-	JMP          epi2_done_3315
+	JL           epi2_row_3917
+	JMP          epi2_done_3460
 
-epi_flag_3771:
+epi_flag_3916:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -83749,10 +89901,10 @@ epi_flag_3771:
 	MOVQ         c+0(FP), R10
 	XORQ         R11, R11
 
-epi2_row_3774:
+epi2_row_3919:
 	XORQ R12, R12
 
-epi2_col_3775:
+epi2_col_3920:
 	VMOVDQU      (R10)(R12*4), Y2
 	VPMULLD      (R8)(R12*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -83772,18 +89924,18 @@ epi2_col_3775:
 	VMOVQ        X2, (SI)(R12*1)
 	ADDQ         $0x08, R12
 	CMPQ         R12, R9
-	JL           epi2_col_3775
+	JL           epi2_col_3920
 	ADDQ         AX, R10
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R11
 	CMPQ         R11, m+16(FP)
-	JL           epi2_row_3774
-	JMP          epi2_done_3315
+	JL           epi2_row_3919
+	JMP          epi2_done_3460
 
-epi_flag_3770:
+epi_flag_3915:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3776
+	JNZ          epi_flag_3921
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -83811,12 +89963,12 @@ epi_flag_3770:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3777:
+epi2_row_3922:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3778:
+epi2_col_3923:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -83837,16 +89989,16 @@ epi2_col_3778:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3778
+	JL           epi2_col_3923
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3777
-	JMP          epi2_done_3315
+	JL           epi2_row_3922
+	JMP          epi2_done_3460
 
-epi_flag_3776:
+epi_flag_3921:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -83874,12 +90026,12 @@ epi_flag_3776:
 	MOVQ         c+0(FP), R12
 	XORQ         R13, R13
 
-epi2_row_3779:
+epi2_row_3924:
 	VBROADCASTSS (DI)(R13*4), Y1
 	VPBROADCASTD (R8)(R13*4), Y2
 	XORQ         R14, R14
 
-epi2_col_3780:
+epi2_col_3925:
 	VMOVDQU      (R12)(R14*4), Y3
 	VPMULLD      (R10)(R14*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -83900,22 +90052,22 @@ epi2_col_3780:
 	VMOVQ        X3, (SI)(R14*1)
 	ADDQ         $0x08, R14
 	CMPQ         R14, R11
-	JL           epi2_col_3780
+	JL           epi2_col_3925
 	ADDQ         AX, R12
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R13
 	CMPQ         R13, m+16(FP)
-	JL           epi2_row_3779
-	JMP          epi2_done_3315
+	JL           epi2_row_3924
+	JMP          epi2_done_3460
 
-epi_flag_3745:
+epi_flag_3890:
 	TESTQ        $0x00000004, AX
-	JNZ          epi_flag_3781
+	JNZ          epi_flag_3926
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3782
+	JNZ          epi_flag_3927
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3783
+	JNZ          epi_flag_3928
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -83930,10 +90082,10 @@ epi_flag_3745:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3784:
+epi2_row_3929:
 	XORQ R11, R11
 
-epi2_col_3785:
+epi2_col_3930:
 	VMOVDQU   (R9)(R11*4), Y2
 	VPMULLD   (SI)(R11*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -83945,15 +90097,15 @@ epi2_col_3785:
 	VMOVUPS   Y2, (DX)(R11*4)
 	ADDQ      $0x08, R11
 	CMPQ      R11, R8
-	JL        epi2_col_3785
+	JL        epi2_col_3930
 	ADDQ      AX, R9
 	ADDQ      CX, DX
 	INCQ      R10
 	CMPQ      R10, m+16(FP)
-	JL        epi2_row_3784
-	JMP       epi2_done_3315
+	JL        epi2_row_3929
+	JMP       epi2_done_3460
 
-epi_flag_3783:
+epi_flag_3928:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -83969,12 +90121,12 @@ epi_flag_3783:
 	MOVQ  c+0(FP), R11
 	XORQ  R12, R12
 
-epi2_row_3786:
+epi2_row_3931:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_3787:
+epi2_col_3932:
 	VMOVDQU   (R11)(R13*4), Y3
 	VPMULLD   (R8)(R13*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -83987,17 +90139,17 @@ epi2_col_3787:
 	VMOVUPS   Y3, (DX)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3787
+	JL        epi2_col_3932
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3786
-	JMP       epi2_done_3315
+	JL        epi2_row_3931
+	JMP       epi2_done_3460
 
-epi_flag_3782:
+epi_flag_3927:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3788
+	JNZ          epi_flag_3933
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -84022,10 +90174,10 @@ epi_flag_3782:
 	MOVQ         c+0(FP), R9
 	XORQ         R10, R10
 
-epi2_row_3789:
+epi2_row_3934:
 	XORQ R11, R11
 
-epi2_col_3790:
+epi2_col_3935:
 	VMOVDQU      (R9)(R11*4), Y2
 	VPMULLD      (SI)(R11*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -84045,15 +90197,15 @@ epi2_col_3790:
 	VMOVQ        X2, (DX)(R11*1)
 	ADDQ         $0x08, R11
 	CMPQ         R11, R8
-	JL           epi2_col_3790
+	JL           epi2_col_3935
 	ADDQ         AX, R9
 	ADDQ         CX, DX
 	INCQ         R10
 	CMPQ         R10, m+16(FP)
-	JL           epi2_row_3789
-	JMP          epi2_done_3315
+	JL           epi2_row_3934
+	JMP          epi2_done_3460
 
-epi_flag_3788:
+epi_flag_3933:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -84079,12 +90231,12 @@ epi_flag_3788:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3791:
+epi2_row_3936:
 	VBROADCASTSS (BX)(R12*4), Y1
 	VPBROADCASTD (SI)(R12*4), Y2
 	XORQ         R13, R13
 
-epi2_col_3792:
+epi2_col_3937:
 	VMOVDQU      (R11)(R13*4), Y3
 	VPMULLD      (R8)(R13*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -84105,21 +90257,21 @@ epi2_col_3792:
 	VMOVQ        X3, (DX)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3792
+	JL           epi2_col_3937
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3791
-	JMP          epi2_done_3315
+	JL           epi2_row_3936
+	JMP          epi2_done_3460
 
-epi_flag_3781:
+epi_flag_3926:
 	TESTQ        $0x00000008, AX
-	JNZ          epi_flag_3793
+	JNZ          epi_flag_3938
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3794
+	JNZ          epi_flag_3939
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3795
+	JNZ          epi_flag_3940
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -84137,10 +90289,10 @@ epi_flag_3781:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3796:
+epi2_row_3941:
 	XORQ R13, R13
 
-epi2_col_3797:
+epi2_col_3942:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -84153,16 +90305,16 @@ epi2_col_3797:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3797
+	JL        epi2_col_3942
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3796
-	JMP       epi2_done_3315
+	JL        epi2_row_3941
+	JMP       epi2_done_3460
 
-epi_flag_3795:
+epi_flag_3940:
 	VBROADCASTSS aZero+40(FP), Y0
 	VPXOR        Y1, Y1, Y1
 	MOVQ         ldc+8(FP), AX
@@ -84180,10 +90332,10 @@ epi_flag_3795:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3798:
+epi2_row_3943:
 	XORQ R13, R13
 
-epi2_col_3799:
+epi2_col_3944:
 	VMOVDQU   (R11)(R13*4), Y2
 	VPMULLD   (R8)(R13*4), Y0, Y3
 	VPSUBD    Y3, Y2, Y2
@@ -84196,18 +90348,18 @@ epi2_col_3799:
 	VMOVUPS   Y2, (SI)(R13*4)
 	ADDQ      $0x08, R13
 	CMPQ      R13, R10
-	JL        epi2_col_3799
+	JL        epi2_col_3944
 	ADDQ      AX, R11
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R12
 	CMPQ      R12, m+16(FP)
-	JL        epi2_row_3798
-	JMP       epi2_done_3315
+	JL        epi2_row_3943
+	JMP       epi2_done_3460
 
-epi_flag_3794:
+epi_flag_3939:
 	TESTQ $0x00000020, AX
-	JNZ   epi_flag_3800
+	JNZ   epi_flag_3945
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -84226,12 +90378,12 @@ epi_flag_3794:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_3801:
+epi2_row_3946:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3802:
+epi2_col_3947:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -84245,16 +90397,16 @@ epi2_col_3802:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3802
+	JL        epi2_col_3947
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3801
-	JMP       epi2_done_3315
+	JL        epi2_row_3946
+	JMP       epi2_done_3460
 
-epi_flag_3800:
+epi_flag_3945:
 	VPXOR Y0, Y0, Y0
 	MOVQ  ldc+8(FP), AX
 	SHLQ  $0x02, AX
@@ -84273,12 +90425,12 @@ epi_flag_3800:
 	MOVQ  c+0(FP), R13
 	XORQ  R14, R14
 
-epi2_row_3803:
+epi2_row_3948:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3804:
+epi2_col_3949:
 	VMOVDQU   (R13)(R15*4), Y3
 	VPMULLD   (R10)(R15*4), Y2, Y4
 	VPSUBD    Y4, Y3, Y3
@@ -84292,20 +90444,20 @@ epi2_col_3804:
 	VMOVUPS   Y3, (SI)(R15*4)
 	ADDQ      $0x08, R15
 	CMPQ      R15, R12
-	JL        epi2_col_3804
+	JL        epi2_col_3949
 	ADDQ      AX, R13
 	ADDQ      CX, DX
 	ADDQ      BX, SI
 	INCQ      R14
 	CMPQ      R14, m+16(FP)
-	JL        epi2_row_3803
-	JMP       epi2_done_3315
+	JL        epi2_row_3948
+	JMP       epi2_done_3460
 
-epi_flag_3793:
+epi_flag_3938:
 	TESTQ        $0x00000010, AX
-	JNZ          epi_flag_3805
+	JNZ          epi_flag_3950
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3806
+	JNZ          epi_flag_3951
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -84333,10 +90485,10 @@ epi_flag_3793:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3807:
+epi2_row_3952:
 	XORQ R13, R13
 
-epi2_col_3808:
+epi2_col_3953:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -84357,16 +90509,16 @@ epi2_col_3808:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3808
+	JL           epi2_col_3953
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3807
-	JMP          epi2_done_3315
+	JL           epi2_row_3952
+	JMP          epi2_done_3460
 
-epi_flag_3806:
+epi_flag_3951:
 	VBROADCASTSS aZero+40(FP), Y0
 	VBROADCASTSS invScale+120(FP), Y1
 	VMOVUPS      Y1, (SP)
@@ -84394,10 +90546,10 @@ epi_flag_3806:
 	MOVQ         c+0(FP), R11
 	XORQ         R12, R12
 
-epi2_row_3809:
+epi2_row_3954:
 	XORQ R13, R13
 
-epi2_col_3810:
+epi2_col_3955:
 	VMOVDQU      (R11)(R13*4), Y2
 	VPMULLD      (R8)(R13*4), Y0, Y3
 	VPSUBD       Y3, Y2, Y2
@@ -84418,18 +90570,18 @@ epi2_col_3810:
 	VMOVQ        X2, (SI)(R13*1)
 	ADDQ         $0x08, R13
 	CMPQ         R13, R10
-	JL           epi2_col_3810
+	JL           epi2_col_3955
 	ADDQ         AX, R11
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R12
 	CMPQ         R12, m+16(FP)
-	JL           epi2_row_3809
-	JMP          epi2_done_3315
+	JL           epi2_row_3954
+	JMP          epi2_done_3460
 
-epi_flag_3805:
+epi_flag_3950:
 	TESTQ        $0x00000020, AX
-	JNZ          epi_flag_3811
+	JNZ          epi_flag_3956
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -84458,12 +90610,12 @@ epi_flag_3805:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3812:
+epi2_row_3957:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3813:
+epi2_col_3958:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -84485,16 +90637,16 @@ epi2_col_3813:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3813
+	JL           epi2_col_3958
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3812
-	JMP          epi2_done_3315
+	JL           epi2_row_3957
+	JMP          epi2_done_3460
 
-epi_flag_3811:
+epi_flag_3956:
 	VBROADCASTSS invScale+120(FP), Y0
 	VMOVUPS      Y0, (SP)
 	VBROADCASTSS clampLo+128(FP), Y0
@@ -84523,12 +90675,12 @@ epi_flag_3811:
 	MOVQ         c+0(FP), R13
 	XORQ         R14, R14
 
-epi2_row_3814:
+epi2_row_3959:
 	VBROADCASTSS (DI)(R14*4), Y1
 	VPBROADCASTD (R8)(R14*4), Y2
 	XORQ         R15, R15
 
-epi2_col_3815:
+epi2_col_3960:
 	VMOVDQU      (R13)(R15*4), Y3
 	VPMULLD      (R10)(R15*4), Y2, Y4
 	VPSUBD       Y4, Y3, Y3
@@ -84550,15 +90702,4337 @@ epi2_col_3815:
 	VMOVQ        X3, (SI)(R15*1)
 	ADDQ         $0x08, R15
 	CMPQ         R15, R12
-	JL           epi2_col_3815
+	JL           epi2_col_3960
 	ADDQ         AX, R13
 	ADDQ         CX, DX
 	ADDQ         BX, SI
 	INCQ         R14
 	CMPQ         R14, m+16(FP)
-	JL           epi2_row_3814
+	JL           epi2_row_3959
+	JMP          epi2_done_3460
 
-epi2_done_3315:
+epi2_silu_3458:
+	TESTQ $0x00000001, AX
+	JNZ   epi_flag_3961
+	TESTQ $0x00000002, AX
+	JNZ   epi_flag_3962
+	TESTQ $0x00000004, AX
+	JNZ   epi_flag_3963
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_3964
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_3965
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  scale+56(FP), BX
+	MOVQ  n+24(FP), SI
+	MOVQ  c+0(FP), DI
+	XORQ  R8, R8
+
+epi2_row_3966:
+	XORQ R9, R9
+
+epi2_col_3967:
+	VMOVDQU   (DI)(R9*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (BX)(R9*4), Y1, Y1
+	VORPS     epilogueExp<>+448(SB), Y1, Y2
+	VMULPS    epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ Y3, Y4
+	VCVTDQ2PS Y4, Y5
+	VMULPS    epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS    Y3, Y2, Y6
+	VMULPS    epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS    Y3, Y6, Y6
+	VMOVUPS   epilogueExp<>+256(SB), Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+288(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+320(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+352(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+384(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+416(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD  epilogueExp<>+0(SB), Y4, Y5
+	VADDPS    Y3, Y3, Y6
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VPMINSD   epilogueExp<>+0(SB), Y4, Y4
+	VPADDD    epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS   Y3, Y4, Y3
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMULPS    Y3, Y1, Y2
+	VCMPPS    $0x19, Y0, Y1, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
+	VADDPS    epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS    Y2, Y1, Y1
+	VMOVUPS   Y1, (DX)(R9*4)
+	ADDQ      $0x08, R9
+	CMPQ      R9, SI
+	JL        epi2_col_3967
+	ADDQ      AX, DI
+	ADDQ      CX, DX
+	INCQ      R8
+	CMPQ      R8, m+16(FP)
+	JL        epi2_row_3966
+	JMP       epi2_done_3460
+
+epi_flag_3965:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  scale+56(FP), SI
+	MOVQ  n+24(FP), DI
+	MOVQ  c+0(FP), R8
+	XORQ  R9, R9
+
+epi2_row_3968:
+	VBROADCASTSS (BX)(R9*4), Y1
+	XORQ         R10, R10
+
+epi2_col_3969:
+	VMOVDQU   (R8)(R10*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (SI)(R10*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y0, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_3969
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_3968
+	JMP       epi2_done_3460
+
+epi_flag_3964:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3970
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         n+24(FP), SI
+	MOVQ         c+0(FP), DI
+	XORQ         R8, R8
+
+epi2_row_3971:
+	XORQ R9, R9
+
+epi2_col_3972:
+	VMOVDQU      (DI)(R9*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (BX)(R9*4), Y1, Y1
+	VORPS        epilogueExp<>+448(SB), Y1, Y2
+	VMULPS       epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ    Y3, Y4
+	VCVTDQ2PS    Y4, Y5
+	VMULPS       epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS       Y3, Y2, Y6
+	VMULPS       epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS       Y3, Y6, Y6
+	VMOVUPS      epilogueExp<>+256(SB), Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+288(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+320(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+352(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+384(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+416(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD     epilogueExp<>+0(SB), Y4, Y5
+	VADDPS       Y3, Y3, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VPMINSD      epilogueExp<>+0(SB), Y4, Y4
+	VPADDD       epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS      Y3, Y4, Y3
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS    Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y2
+	VCMPPS       $0x19, Y0, Y1, Y4
+	VBLENDVPS    Y4, Y2, Y1, Y1
+	VADDPS       epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS       Y2, Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R9*1)
+	ADDQ         $0x08, R9
+	CMPQ         R9, SI
+	JL           epi2_col_3972
+	ADDQ         AX, DI
+	ADDQ         CX, DX
+	INCQ         R8
+	CMPQ         R8, m+16(FP)
+	JL           epi2_row_3971
+	JMP          epi2_done_3460
+
+epi_flag_3970:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_3973:
+	VBROADCASTSS (BX)(R9*4), Y1
+	XORQ         R10, R10
+
+epi2_col_3974:
+	VMOVDQU      (R8)(R10*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (SI)(R10*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y0, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_3974
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_3973
+	JMP          epi2_done_3460
+
+epi_flag_3963:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_3975
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_3976
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3977
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  n+24(FP), R8
+	MOVQ  c+0(FP), R9
+	XORQ  R10, R10
+
+epi2_row_3978:
+	XORQ R11, R11
+
+epi2_col_3979:
+	VMOVDQU   (R9)(R11*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R11*4), Y1, Y1
+	VORPS     epilogueExp<>+448(SB), Y1, Y2
+	VMULPS    epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ Y3, Y4
+	VCVTDQ2PS Y4, Y5
+	VMULPS    epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS    Y3, Y2, Y6
+	VMULPS    epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS    Y3, Y6, Y6
+	VMOVUPS   epilogueExp<>+256(SB), Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+288(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+320(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+352(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+384(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+416(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD  epilogueExp<>+0(SB), Y4, Y5
+	VADDPS    Y3, Y3, Y6
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VPMINSD   epilogueExp<>+0(SB), Y4, Y4
+	VPADDD    epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS   Y3, Y4, Y3
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMULPS    Y3, Y1, Y2
+	VCMPPS    $0x19, Y0, Y1, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
+	VADDPS    epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS    Y2, Y1, Y1
+	VADDPS    (DX)(R11*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_3979
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_3978
+	JMP       epi2_done_3460
+
+epi_flag_3977:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  n+24(FP), R8
+	MOVQ  c+0(FP), R9
+	XORQ  R10, R10
+
+epi2_row_3980:
+	XORQ R11, R11
+
+epi2_col_3981:
+	VMOVDQU   (R9)(R11*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R11*4), Y1, Y1
+	VORPS     epilogueExp<>+448(SB), Y1, Y2
+	VMULPS    epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ Y3, Y4
+	VCVTDQ2PS Y4, Y5
+	VMULPS    epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS    Y3, Y2, Y6
+	VMULPS    epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS    Y3, Y6, Y6
+	VMOVUPS   epilogueExp<>+256(SB), Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+288(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+320(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+352(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+384(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+416(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD  epilogueExp<>+0(SB), Y4, Y5
+	VADDPS    Y3, Y3, Y6
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VPMINSD   epilogueExp<>+0(SB), Y4, Y4
+	VPADDD    epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS   Y3, Y4, Y3
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMULPS    Y3, Y1, Y2
+	VCMPPS    $0x19, Y0, Y1, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
+	VADDPS    epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS    Y2, Y1, Y1
+	VMULPS    (DX)(R11*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_3981
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_3980
+	JMP       epi2_done_3460
+
+epi_flag_3976:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_3982
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_3983:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_3984:
+	VMOVDQU   (R10)(R12*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R12*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y0, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VADDPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3984
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3983
+	JMP       epi2_done_3460
+
+epi_flag_3982:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_3985:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_3986:
+	VMOVDQU   (R10)(R12*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R12*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y0, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMULPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_3986
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_3985
+	JMP       epi2_done_3460
+
+epi_flag_3975:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_3987
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3988
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_3989:
+	XORQ R11, R11
+
+epi2_col_3990:
+	VMOVDQU      (R9)(R11*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R11*4), Y1, Y1
+	VORPS        epilogueExp<>+448(SB), Y1, Y2
+	VMULPS       epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ    Y3, Y4
+	VCVTDQ2PS    Y4, Y5
+	VMULPS       epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS       Y3, Y2, Y6
+	VMULPS       epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS       Y3, Y6, Y6
+	VMOVUPS      epilogueExp<>+256(SB), Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+288(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+320(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+352(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+384(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+416(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD     epilogueExp<>+0(SB), Y4, Y5
+	VADDPS       Y3, Y3, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VPMINSD      epilogueExp<>+0(SB), Y4, Y4
+	VPADDD       epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS      Y3, Y4, Y3
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS    Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y2
+	VCMPPS       $0x19, Y0, Y1, Y4
+	VBLENDVPS    Y4, Y2, Y1, Y1
+	VADDPS       epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS       Y2, Y1, Y1
+	VADDPS       (DX)(R11*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_3990
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_3989
+	JMP          epi2_done_3460
+
+epi_flag_3988:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_3991:
+	XORQ R11, R11
+
+epi2_col_3992:
+	VMOVDQU      (R9)(R11*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R11*4), Y1, Y1
+	VORPS        epilogueExp<>+448(SB), Y1, Y2
+	VMULPS       epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ    Y3, Y4
+	VCVTDQ2PS    Y4, Y5
+	VMULPS       epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS       Y3, Y2, Y6
+	VMULPS       epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS       Y3, Y6, Y6
+	VMOVUPS      epilogueExp<>+256(SB), Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+288(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+320(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+352(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+384(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+416(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD     epilogueExp<>+0(SB), Y4, Y5
+	VADDPS       Y3, Y3, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VPMINSD      epilogueExp<>+0(SB), Y4, Y4
+	VPADDD       epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS      Y3, Y4, Y3
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS    Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y2
+	VCMPPS       $0x19, Y0, Y1, Y4
+	VBLENDVPS    Y4, Y2, Y1, Y1
+	VADDPS       epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS       Y2, Y1, Y1
+	VMULPS       (DX)(R11*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_3992
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_3991
+	JMP          epi2_done_3460
+
+epi_flag_3987:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_3993
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3994:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_3995:
+	VMOVDQU      (R10)(R12*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R12*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y0, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VADDPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3995
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3994
+	JMP          epi2_done_3460
+
+epi_flag_3993:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_3996:
+	VBROADCASTSS (DI)(R11*4), Y1
+	XORQ         R12, R12
+
+epi2_col_3997:
+	VMOVDQU      (R10)(R12*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R12*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y0, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_3997
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_3996
+	JMP          epi2_done_3460
+
+epi_flag_3962:
+	TESTQ $0x00000004, AX
+	JNZ   epi_flag_3998
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_3999
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_4000
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  scale+56(FP), BX
+	MOVQ  bias+72(FP), SI
+	MOVQ  n+24(FP), DI
+	MOVQ  c+0(FP), R8
+	XORQ  R9, R9
+
+epi2_row_4001:
+	XORQ R10, R10
+
+epi2_col_4002:
+	VMOVDQU   (R8)(R10*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (BX)(R10*4), Y1, Y1
+	VADDPS    (SI)(R10*4), Y1, Y1
+	VORPS     epilogueExp<>+448(SB), Y1, Y2
+	VMULPS    epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ Y3, Y4
+	VCVTDQ2PS Y4, Y5
+	VMULPS    epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS    Y3, Y2, Y6
+	VMULPS    epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS    Y3, Y6, Y6
+	VMOVUPS   epilogueExp<>+256(SB), Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+288(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+320(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+352(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+384(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+416(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD  epilogueExp<>+0(SB), Y4, Y5
+	VADDPS    Y3, Y3, Y6
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VPMINSD   epilogueExp<>+0(SB), Y4, Y4
+	VPADDD    epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS   Y3, Y4, Y3
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMULPS    Y3, Y1, Y2
+	VCMPPS    $0x19, Y0, Y1, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
+	VADDPS    epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS    Y2, Y1, Y1
+	VMOVUPS   Y1, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_4002
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_4001
+	JMP       epi2_done_3460
+
+epi_flag_4000:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  scale+56(FP), SI
+	MOVQ  bias+72(FP), DI
+	MOVQ  n+24(FP), R8
+	MOVQ  c+0(FP), R9
+	XORQ  R10, R10
+
+epi2_row_4003:
+	VBROADCASTSS (BX)(R10*4), Y1
+	XORQ         R11, R11
+
+epi2_col_4004:
+	VMOVDQU   (R9)(R11*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (SI)(R11*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (DI)(R11*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y0, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_4004
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_4003
+	JMP       epi2_done_3460
+
+epi_flag_3999:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4005
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         bias+72(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_4006:
+	XORQ R10, R10
+
+epi2_col_4007:
+	VMOVDQU      (R8)(R10*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (BX)(R10*4), Y1, Y1
+	VADDPS       (SI)(R10*4), Y1, Y1
+	VORPS        epilogueExp<>+448(SB), Y1, Y2
+	VMULPS       epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ    Y3, Y4
+	VCVTDQ2PS    Y4, Y5
+	VMULPS       epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS       Y3, Y2, Y6
+	VMULPS       epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS       Y3, Y6, Y6
+	VMOVUPS      epilogueExp<>+256(SB), Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+288(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+320(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+352(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+384(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+416(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD     epilogueExp<>+0(SB), Y4, Y5
+	VADDPS       Y3, Y3, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VPMINSD      epilogueExp<>+0(SB), Y4, Y4
+	VPADDD       epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS      Y3, Y4, Y3
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS    Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y2
+	VCMPPS       $0x19, Y0, Y1, Y4
+	VBLENDVPS    Y4, Y2, Y1, Y1
+	VADDPS       epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS       Y2, Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_4007
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_4006
+	JMP          epi2_done_3460
+
+epi_flag_4005:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         scale+56(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_4008:
+	VBROADCASTSS (BX)(R10*4), Y1
+	XORQ         R11, R11
+
+epi2_col_4009:
+	VMOVDQU      (R9)(R11*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (SI)(R11*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       (DI)(R11*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y0, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_4009
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_4008
+	JMP          epi2_done_3460
+
+epi_flag_3998:
+	TESTQ $0x00000008, AX
+	JNZ   epi_flag_4010
+	TESTQ $0x00000010, AX
+	JNZ   epi_flag_4011
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_4012
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  bias+72(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_4013:
+	XORQ R12, R12
+
+epi2_col_4014:
+	VMOVDQU   (R10)(R12*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R12*4), Y1, Y1
+	VADDPS    (R8)(R12*4), Y1, Y1
+	VORPS     epilogueExp<>+448(SB), Y1, Y2
+	VMULPS    epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ Y3, Y4
+	VCVTDQ2PS Y4, Y5
+	VMULPS    epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS    Y3, Y2, Y6
+	VMULPS    epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS    Y3, Y6, Y6
+	VMOVUPS   epilogueExp<>+256(SB), Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+288(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+320(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+352(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+384(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+416(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD  epilogueExp<>+0(SB), Y4, Y5
+	VADDPS    Y3, Y3, Y6
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VPMINSD   epilogueExp<>+0(SB), Y4, Y4
+	VPADDD    epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS   Y3, Y4, Y3
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMULPS    Y3, Y1, Y2
+	VCMPPS    $0x19, Y0, Y1, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
+	VADDPS    epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS    Y2, Y1, Y1
+	VADDPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_4014
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_4013
+	JMP       epi2_done_3460
+
+epi_flag_4012:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  bias+72(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_4015:
+	XORQ R12, R12
+
+epi2_col_4016:
+	VMOVDQU   (R10)(R12*4), Y1
+	VCVTDQ2PS Y1, Y1
+	VMULPS    (DI)(R12*4), Y1, Y1
+	VADDPS    (R8)(R12*4), Y1, Y1
+	VORPS     epilogueExp<>+448(SB), Y1, Y2
+	VMULPS    epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ Y3, Y4
+	VCVTDQ2PS Y4, Y5
+	VMULPS    epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS    Y3, Y2, Y6
+	VMULPS    epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS    Y3, Y6, Y6
+	VMOVUPS   epilogueExp<>+256(SB), Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+288(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+320(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+352(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+384(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+416(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD  epilogueExp<>+0(SB), Y4, Y5
+	VADDPS    Y3, Y3, Y6
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VPMINSD   epilogueExp<>+0(SB), Y4, Y4
+	VPADDD    epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS   Y3, Y4, Y3
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMULPS    Y3, Y1, Y2
+	VCMPPS    $0x19, Y0, Y1, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
+	VADDPS    epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS    Y2, Y1, Y1
+	VMULPS    (DX)(R12*4), Y1, Y1
+	VMOVUPS   Y1, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_4016
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_4015
+	JMP       epi2_done_3460
+
+epi_flag_4011:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_4017
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  bias+72(FP), R9
+	MOVQ  n+24(FP), R10
+	MOVQ  c+0(FP), R11
+	XORQ  R12, R12
+
+epi2_row_4018:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_4019:
+	VMOVDQU   (R11)(R13*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R13*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y0, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VADDPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_4019
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_4018
+	JMP       epi2_done_3460
+
+epi_flag_4017:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  scale+56(FP), R8
+	MOVQ  bias+72(FP), R9
+	MOVQ  n+24(FP), R10
+	MOVQ  c+0(FP), R11
+	XORQ  R12, R12
+
+epi2_row_4020:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_4021:
+	VMOVDQU   (R11)(R13*4), Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (R8)(R13*4), Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y0, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMULPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_4021
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_4020
+	JMP       epi2_done_3460
+
+epi_flag_4010:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4022
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4023
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_4024:
+	XORQ R12, R12
+
+epi2_col_4025:
+	VMOVDQU      (R10)(R12*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R12*4), Y1, Y1
+	VADDPS       (R8)(R12*4), Y1, Y1
+	VORPS        epilogueExp<>+448(SB), Y1, Y2
+	VMULPS       epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ    Y3, Y4
+	VCVTDQ2PS    Y4, Y5
+	VMULPS       epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS       Y3, Y2, Y6
+	VMULPS       epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS       Y3, Y6, Y6
+	VMOVUPS      epilogueExp<>+256(SB), Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+288(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+320(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+352(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+384(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+416(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD     epilogueExp<>+0(SB), Y4, Y5
+	VADDPS       Y3, Y3, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VPMINSD      epilogueExp<>+0(SB), Y4, Y4
+	VPADDD       epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS      Y3, Y4, Y3
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS    Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y2
+	VCMPPS       $0x19, Y0, Y1, Y4
+	VBLENDVPS    Y4, Y2, Y1, Y1
+	VADDPS       epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS       Y2, Y1, Y1
+	VADDPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_4025
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_4024
+	JMP          epi2_done_3460
+
+epi_flag_4023:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         bias+72(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_4026:
+	XORQ R12, R12
+
+epi2_col_4027:
+	VMOVDQU      (R10)(R12*4), Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DI)(R12*4), Y1, Y1
+	VADDPS       (R8)(R12*4), Y1, Y1
+	VORPS        epilogueExp<>+448(SB), Y1, Y2
+	VMULPS       epilogueExp<>+32(SB), Y2, Y3
+	VCVTPS2DQ    Y3, Y4
+	VCVTDQ2PS    Y4, Y5
+	VMULPS       epilogueExp<>+64(SB), Y5, Y3
+	VSUBPS       Y3, Y2, Y6
+	VMULPS       epilogueExp<>+96(SB), Y5, Y3
+	VSUBPS       Y3, Y6, Y6
+	VMOVUPS      epilogueExp<>+256(SB), Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+288(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+320(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+352(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+384(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+416(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VMULPS       Y6, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y3, Y3
+	VPCMPGTD     epilogueExp<>+0(SB), Y4, Y5
+	VADDPS       Y3, Y3, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VPMINSD      epilogueExp<>+0(SB), Y4, Y4
+	VPADDD       epilogueExp<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y2, Y4
+	VANDNPS      Y3, Y4, Y3
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y2, Y4
+	VBLENDVPS    Y4, epilogueExp<>+224(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VMULPS       Y3, Y1, Y2
+	VCMPPS       $0x19, Y0, Y1, Y4
+	VBLENDVPS    Y4, Y2, Y1, Y1
+	VADDPS       epilogueExp<>+128(SB), Y3, Y2
+	VDIVPS       Y2, Y1, Y1
+	VMULPS       (DX)(R12*4), Y1, Y1
+	VMULPS       (SP), Y1, Y1
+	VMAXPS       32(SP), Y1, Y1
+	VMINPS       64(SP), Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       96(SP), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VPACKUSWB    X1, X1, X1
+	VMOVQ        X1, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_4027
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_4026
+	JMP          epi2_done_3460
+
+epi_flag_4022:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4028
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_4029:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_4030:
+	VMOVDQU      (R11)(R13*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R13*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y0, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VADDPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_4030
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_4029
+	JMP          epi2_done_3460
+
+epi_flag_4028:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         scale+56(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_4031:
+	VBROADCASTSS (DI)(R12*4), Y1
+	XORQ         R13, R13
+
+epi2_col_4032:
+	VMOVDQU      (R11)(R13*4), Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (R8)(R13*4), Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y0, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_4032
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_4031
+	JMP          epi2_done_3460
+
+epi_flag_3961:
+	TESTQ        $0x00000002, AX
+	JNZ          epi_flag_4033
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_4034
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_4035
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4036
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_4037:
+	XORQ R10, R10
+
+epi2_col_4038:
+	VMOVDQU   (R8)(R10*4), Y2
+	VPMULLD   (SI)(R10*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (BX)(R10*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y1, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R10*4)
+	ADDQ      $0x08, R10
+	CMPQ      R10, DI
+	JL        epi2_col_4038
+	ADDQ      AX, R8
+	ADDQ      CX, DX
+	INCQ      R9
+	CMPQ      R9, m+16(FP)
+	JL        epi2_row_4037
+	JMP       epi2_done_3460
+
+epi_flag_4036:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  colSum+32(FP), R8
+	MOVQ  n+24(FP), R9
+	MOVQ  c+0(FP), R10
+	XORQ  R11, R11
+
+epi2_row_4039:
+	VBROADCASTSS (BX)(R11*4), Y1
+	VPBROADCASTD (SI)(R11*4), Y2
+	XORQ         R12, R12
+
+epi2_col_4040:
+	VMOVDQU   (R10)(R12*4), Y3
+	VPMULLD   (R8)(R12*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (DI)(R12*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VORPS     epilogueExp<>+448(SB), Y3, Y4
+	VMULPS    epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   epilogueExp<>+256(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+288(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+320(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+352(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD  epilogueExp<>+0(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   epilogueExp<>+0(SB), Y6, Y6
+	VPADDD    epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMULPS    Y5, Y3, Y4
+	VCMPPS    $0x19, Y0, Y3, Y6
+	VBLENDVPS Y6, Y4, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS    Y4, Y3, Y3
+	VMOVUPS   Y3, (DX)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_4040
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_4039
+	JMP       epi2_done_3460
+
+epi_flag_4035:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4041
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         n+24(FP), DI
+	MOVQ         c+0(FP), R8
+	XORQ         R9, R9
+
+epi2_row_4042:
+	XORQ R10, R10
+
+epi2_col_4043:
+	VMOVDQU      (R8)(R10*4), Y2
+	VPMULLD      (SI)(R10*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (BX)(R10*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y1, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R10*1)
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           epi2_col_4043
+	ADDQ         AX, R8
+	ADDQ         CX, DX
+	INCQ         R9
+	CMPQ         R9, m+16(FP)
+	JL           epi2_row_4042
+	JMP          epi2_done_3460
+
+epi_flag_4041:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_4044:
+	VBROADCASTSS (BX)(R11*4), Y1
+	VPBROADCASTD (SI)(R11*4), Y2
+	XORQ         R12, R12
+
+epi2_col_4045:
+	VMOVDQU      (R10)(R12*4), Y3
+	VPMULLD      (R8)(R12*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (DI)(R12*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VORPS        epilogueExp<>+448(SB), Y3, Y4
+	VMULPS       epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VMULPS       epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS       Y5, Y4, Y8
+	VMULPS       epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS       Y5, Y8, Y8
+	VMOVUPS      epilogueExp<>+256(SB), Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+288(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+320(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+352(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+384(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+416(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD     epilogueExp<>+0(SB), Y6, Y7
+	VADDPS       Y5, Y5, Y8
+	VBLENDVPS    Y7, Y8, Y5, Y5
+	VPMINSD      epilogueExp<>+0(SB), Y6, Y6
+	VPADDD       epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS      Y5, Y6, Y5
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS    Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y6
+	VBLENDVPS    Y6, Y4, Y5, Y5
+	VMULPS       Y5, Y3, Y4
+	VCMPPS       $0x19, Y0, Y3, Y6
+	VBLENDVPS    Y6, Y4, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS       Y4, Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (DX)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_4045
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_4044
+	JMP          epi2_done_3460
+
+epi_flag_4034:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_4046
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4047
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4048
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_4049:
+	XORQ R12, R12
+
+epi2_col_4050:
+	VMOVDQU   (R10)(R12*4), Y2
+	VPMULLD   (R8)(R12*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R12*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y1, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VADDPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_4050
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_4049
+	JMP       epi2_done_3460
+
+epi_flag_4048:
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_4051:
+	XORQ R12, R12
+
+epi2_col_4052:
+	VMOVDQU   (R10)(R12*4), Y2
+	VPMULLD   (R8)(R12*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R12*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y1, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMULPS    (DX)(R12*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R12*4)
+	ADDQ      $0x08, R12
+	CMPQ      R12, R9
+	JL        epi2_col_4052
+	ADDQ      AX, R10
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R11
+	CMPQ      R11, m+16(FP)
+	JL        epi2_row_4051
+	JMP       epi2_done_3460
+
+epi_flag_4047:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_4053
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  n+24(FP), R11
+	MOVQ  c+0(FP), R12
+	XORQ  R13, R13
+
+epi2_row_4054:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_4055:
+	VMOVDQU   (R12)(R14*4), Y3
+	VPMULLD   (R10)(R14*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R14*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VORPS     epilogueExp<>+448(SB), Y3, Y4
+	VMULPS    epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   epilogueExp<>+256(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+288(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+320(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+352(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD  epilogueExp<>+0(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   epilogueExp<>+0(SB), Y6, Y6
+	VPADDD    epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMULPS    Y5, Y3, Y4
+	VCMPPS    $0x19, Y0, Y3, Y6
+	VBLENDVPS Y6, Y4, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS    Y4, Y3, Y3
+	VADDPS    (DX)(R14*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R14*4)
+	ADDQ      $0x08, R14
+	CMPQ      R14, R11
+	JL        epi2_col_4055
+	ADDQ      AX, R12
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R13
+	CMPQ      R13, m+16(FP)
+	JL        epi2_row_4054
+	JMP       epi2_done_3460
+
+epi_flag_4053:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  n+24(FP), R11
+	MOVQ  c+0(FP), R12
+	XORQ  R13, R13
+
+epi2_row_4056:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_4057:
+	VMOVDQU   (R12)(R14*4), Y3
+	VPMULLD   (R10)(R14*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R14*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VORPS     epilogueExp<>+448(SB), Y3, Y4
+	VMULPS    epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   epilogueExp<>+256(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+288(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+320(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+352(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD  epilogueExp<>+0(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   epilogueExp<>+0(SB), Y6, Y6
+	VPADDD    epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMULPS    Y5, Y3, Y4
+	VCMPPS    $0x19, Y0, Y3, Y6
+	VBLENDVPS Y6, Y4, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS    Y4, Y3, Y3
+	VMULPS    (DX)(R14*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R14*4)
+	ADDQ      $0x08, R14
+	CMPQ      R14, R11
+	JL        epi2_col_4057
+	ADDQ      AX, R12
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R13
+	CMPQ      R13, m+16(FP)
+	JL        epi2_row_4056
+	JMP       epi2_done_3460
+
+epi_flag_4046:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4058
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4059
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_4060:
+	XORQ R12, R12
+
+epi2_col_4061:
+	VMOVDQU      (R10)(R12*4), Y2
+	VPMULLD      (R8)(R12*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R12*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y1, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VADDPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_4061
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_4060
+	JMP          epi2_done_3460
+
+epi_flag_4059:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         n+24(FP), R9
+	MOVQ         c+0(FP), R10
+	XORQ         R11, R11
+
+epi2_row_4062:
+	XORQ R12, R12
+
+epi2_col_4063:
+	VMOVDQU      (R10)(R12*4), Y2
+	VPMULLD      (R8)(R12*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R12*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y1, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (DX)(R12*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R12*1)
+	ADDQ         $0x08, R12
+	CMPQ         R12, R9
+	JL           epi2_col_4063
+	ADDQ         AX, R10
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R11
+	CMPQ         R11, m+16(FP)
+	JL           epi2_row_4062
+	JMP          epi2_done_3460
+
+epi_flag_4058:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4064
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_4065:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_4066:
+	VMOVDQU      (R12)(R14*4), Y3
+	VPMULLD      (R10)(R14*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R14*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VORPS        epilogueExp<>+448(SB), Y3, Y4
+	VMULPS       epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VMULPS       epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS       Y5, Y4, Y8
+	VMULPS       epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS       Y5, Y8, Y8
+	VMOVUPS      epilogueExp<>+256(SB), Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+288(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+320(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+352(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+384(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+416(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD     epilogueExp<>+0(SB), Y6, Y7
+	VADDPS       Y5, Y5, Y8
+	VBLENDVPS    Y7, Y8, Y5, Y5
+	VPMINSD      epilogueExp<>+0(SB), Y6, Y6
+	VPADDD       epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS      Y5, Y6, Y5
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS    Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y6
+	VBLENDVPS    Y6, Y4, Y5, Y5
+	VMULPS       Y5, Y3, Y4
+	VCMPPS       $0x19, Y0, Y3, Y6
+	VBLENDVPS    Y6, Y4, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS       Y4, Y3, Y3
+	VADDPS       (DX)(R14*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_4066
+	ADDQ         AX, R12
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_4065
+	JMP          epi2_done_3460
+
+epi_flag_4064:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         c+0(FP), R12
+	XORQ         R13, R13
+
+epi2_row_4067:
+	VBROADCASTSS (DI)(R13*4), Y1
+	VPBROADCASTD (R8)(R13*4), Y2
+	XORQ         R14, R14
+
+epi2_col_4068:
+	VMOVDQU      (R12)(R14*4), Y3
+	VPMULLD      (R10)(R14*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R14*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VORPS        epilogueExp<>+448(SB), Y3, Y4
+	VMULPS       epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VMULPS       epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS       Y5, Y4, Y8
+	VMULPS       epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS       Y5, Y8, Y8
+	VMOVUPS      epilogueExp<>+256(SB), Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+288(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+320(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+352(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+384(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+416(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD     epilogueExp<>+0(SB), Y6, Y7
+	VADDPS       Y5, Y5, Y8
+	VBLENDVPS    Y7, Y8, Y5, Y5
+	VPMINSD      epilogueExp<>+0(SB), Y6, Y6
+	VPADDD       epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS      Y5, Y6, Y5
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS    Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y6
+	VBLENDVPS    Y6, Y4, Y5, Y5
+	VMULPS       Y5, Y3, Y4
+	VCMPPS       $0x19, Y0, Y3, Y6
+	VBLENDVPS    Y6, Y4, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS       Y4, Y3, Y3
+	VMULPS       (DX)(R14*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R14*1)
+	ADDQ         $0x08, R14
+	CMPQ         R14, R11
+	JL           epi2_col_4068
+	ADDQ         AX, R12
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R13
+	CMPQ         R13, m+16(FP)
+	JL           epi2_row_4067
+	JMP          epi2_done_3460
+
+epi_flag_4033:
+	TESTQ        $0x00000004, AX
+	JNZ          epi_flag_4069
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_4070
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4071
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_4072:
+	XORQ R11, R11
+
+epi2_col_4073:
+	VMOVDQU   (R9)(R11*4), Y2
+	VPMULLD   (SI)(R11*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (BX)(R11*4), Y2, Y2
+	VADDPS    (DI)(R11*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y1, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMOVUPS   Y2, (DX)(R11*4)
+	ADDQ      $0x08, R11
+	CMPQ      R11, R8
+	JL        epi2_col_4073
+	ADDQ      AX, R9
+	ADDQ      CX, DX
+	INCQ      R10
+	CMPQ      R10, m+16(FP)
+	JL        epi2_row_4072
+	JMP       epi2_done_3460
+
+epi_flag_4071:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  outStride+112(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  outF32+96(FP), DX
+	MOVQ  rowScale+64(FP), BX
+	MOVQ  rowZero+48(FP), SI
+	MOVQ  scale+56(FP), DI
+	MOVQ  colSum+32(FP), R8
+	MOVQ  bias+72(FP), R9
+	MOVQ  n+24(FP), R10
+	MOVQ  c+0(FP), R11
+	XORQ  R12, R12
+
+epi2_row_4074:
+	VBROADCASTSS (BX)(R12*4), Y1
+	VPBROADCASTD (SI)(R12*4), Y2
+	XORQ         R13, R13
+
+epi2_col_4075:
+	VMOVDQU   (R11)(R13*4), Y3
+	VPMULLD   (R8)(R13*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (DI)(R13*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (R9)(R13*4), Y3, Y3
+	VORPS     epilogueExp<>+448(SB), Y3, Y4
+	VMULPS    epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   epilogueExp<>+256(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+288(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+320(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+352(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD  epilogueExp<>+0(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   epilogueExp<>+0(SB), Y6, Y6
+	VPADDD    epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMULPS    Y5, Y3, Y4
+	VCMPPS    $0x19, Y0, Y3, Y6
+	VBLENDVPS Y6, Y4, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS    Y4, Y3, Y3
+	VMOVUPS   Y3, (DX)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_4075
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_4074
+	JMP       epi2_done_3460
+
+epi_flag_4070:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4076
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         scale+56(FP), BX
+	MOVQ         colSum+32(FP), SI
+	MOVQ         bias+72(FP), DI
+	MOVQ         n+24(FP), R8
+	MOVQ         c+0(FP), R9
+	XORQ         R10, R10
+
+epi2_row_4077:
+	XORQ R11, R11
+
+epi2_col_4078:
+	VMOVDQU      (R9)(R11*4), Y2
+	VPMULLD      (SI)(R11*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (BX)(R11*4), Y2, Y2
+	VADDPS       (DI)(R11*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y1, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (DX)(R11*1)
+	ADDQ         $0x08, R11
+	CMPQ         R11, R8
+	JL           epi2_col_4078
+	ADDQ         AX, R9
+	ADDQ         CX, DX
+	INCQ         R10
+	CMPQ         R10, m+16(FP)
+	JL           epi2_row_4077
+	JMP          epi2_done_3460
+
+epi_flag_4076:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         outStride+112(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         outF32+96(FP), CX
+	MOVQ         outStride+112(FP), CX
+	MOVQ         outU8+104(FP), DX
+	MOVQ         rowScale+64(FP), BX
+	MOVQ         rowZero+48(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_4079:
+	VBROADCASTSS (BX)(R12*4), Y1
+	VPBROADCASTD (SI)(R12*4), Y2
+	XORQ         R13, R13
+
+epi2_col_4080:
+	VMOVDQU      (R11)(R13*4), Y3
+	VPMULLD      (R8)(R13*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (DI)(R13*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       (R9)(R13*4), Y3, Y3
+	VORPS        epilogueExp<>+448(SB), Y3, Y4
+	VMULPS       epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VMULPS       epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS       Y5, Y4, Y8
+	VMULPS       epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS       Y5, Y8, Y8
+	VMOVUPS      epilogueExp<>+256(SB), Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+288(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+320(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+352(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+384(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+416(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD     epilogueExp<>+0(SB), Y6, Y7
+	VADDPS       Y5, Y5, Y8
+	VBLENDVPS    Y7, Y8, Y5, Y5
+	VPMINSD      epilogueExp<>+0(SB), Y6, Y6
+	VPADDD       epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS      Y5, Y6, Y5
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS    Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y6
+	VBLENDVPS    Y6, Y4, Y5, Y5
+	VMULPS       Y5, Y3, Y4
+	VCMPPS       $0x19, Y0, Y3, Y6
+	VBLENDVPS    Y6, Y4, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS       Y4, Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (DX)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_4080
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_4079
+	JMP          epi2_done_3460
+
+epi_flag_4069:
+	TESTQ        $0x00000008, AX
+	JNZ          epi_flag_4081
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4082
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4083
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_4084:
+	XORQ R13, R13
+
+epi2_col_4085:
+	VMOVDQU   (R11)(R13*4), Y2
+	VPMULLD   (R8)(R13*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R13*4), Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y1, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VADDPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_4085
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_4084
+	JMP       epi2_done_3460
+
+epi_flag_4083:
+	VBROADCASTSS aZero+40(FP), Y0
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_4086:
+	XORQ R13, R13
+
+epi2_col_4087:
+	VMOVDQU   (R11)(R13*4), Y2
+	VPMULLD   (R8)(R13*4), Y0, Y3
+	VPSUBD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMULPS    (DI)(R13*4), Y2, Y2
+	VADDPS    (R9)(R13*4), Y2, Y2
+	VORPS     epilogueExp<>+448(SB), Y2, Y3
+	VMULPS    epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ Y4, Y5
+	VCVTDQ2PS Y5, Y6
+	VMULPS    epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS    Y4, Y3, Y7
+	VMULPS    epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS    Y4, Y7, Y7
+	VMOVUPS   epilogueExp<>+256(SB), Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+288(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+320(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+352(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+384(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+416(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VMULPS    Y7, Y4, Y4
+	VADDPS    epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD  epilogueExp<>+0(SB), Y5, Y6
+	VADDPS    Y4, Y4, Y7
+	VBLENDVPS Y6, Y7, Y4, Y4
+	VPMINSD   epilogueExp<>+0(SB), Y5, Y5
+	VPADDD    epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VMULPS    Y5, Y4, Y4
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS   Y4, Y5, Y4
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y5
+	VBLENDVPS Y5, Y3, Y4, Y4
+	VMULPS    Y4, Y2, Y3
+	VCMPPS    $0x19, Y1, Y2, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+	VADDPS    epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS    Y3, Y2, Y2
+	VMULPS    (DX)(R13*4), Y2, Y2
+	VMOVUPS   Y2, (SI)(R13*4)
+	ADDQ      $0x08, R13
+	CMPQ      R13, R10
+	JL        epi2_col_4087
+	ADDQ      AX, R11
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R12
+	CMPQ      R12, m+16(FP)
+	JL        epi2_row_4086
+	JMP       epi2_done_3460
+
+epi_flag_4082:
+	TESTQ $0x00000020, AX
+	JNZ   epi_flag_4088
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  bias+72(FP), R11
+	MOVQ  n+24(FP), R12
+	MOVQ  c+0(FP), R13
+	XORQ  R14, R14
+
+epi2_row_4089:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_4090:
+	VMOVDQU   (R13)(R15*4), Y3
+	VPMULLD   (R10)(R15*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R15*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (R11)(R15*4), Y3, Y3
+	VORPS     epilogueExp<>+448(SB), Y3, Y4
+	VMULPS    epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   epilogueExp<>+256(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+288(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+320(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+352(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD  epilogueExp<>+0(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   epilogueExp<>+0(SB), Y6, Y6
+	VPADDD    epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMULPS    Y5, Y3, Y4
+	VCMPPS    $0x19, Y0, Y3, Y6
+	VBLENDVPS Y6, Y4, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS    Y4, Y3, Y3
+	VADDPS    (DX)(R15*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R15*4)
+	ADDQ      $0x08, R15
+	CMPQ      R15, R12
+	JL        epi2_col_4090
+	ADDQ      AX, R13
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R14
+	CMPQ      R14, m+16(FP)
+	JL        epi2_row_4089
+	JMP       epi2_done_3460
+
+epi_flag_4088:
+	VPXOR Y0, Y0, Y0
+	MOVQ  ldc+8(FP), AX
+	SHLQ  $0x02, AX
+	MOVQ  resStride+88(FP), CX
+	SHLQ  $0x02, CX
+	MOVQ  res+80(FP), DX
+	MOVQ  outStride+112(FP), BX
+	SHLQ  $0x02, BX
+	MOVQ  outF32+96(FP), SI
+	MOVQ  rowScale+64(FP), DI
+	MOVQ  rowZero+48(FP), R8
+	MOVQ  scale+56(FP), R9
+	MOVQ  colSum+32(FP), R10
+	MOVQ  bias+72(FP), R11
+	MOVQ  n+24(FP), R12
+	MOVQ  c+0(FP), R13
+	XORQ  R14, R14
+
+epi2_row_4091:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_4092:
+	VMOVDQU   (R13)(R15*4), Y3
+	VPMULLD   (R10)(R15*4), Y2, Y4
+	VPSUBD    Y4, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VMULPS    (R9)(R15*4), Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VADDPS    (R11)(R15*4), Y3, Y3
+	VORPS     epilogueExp<>+448(SB), Y3, Y4
+	VMULPS    epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ Y5, Y6
+	VCVTDQ2PS Y6, Y7
+	VMULPS    epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS    Y5, Y4, Y8
+	VMULPS    epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS    Y5, Y8, Y8
+	VMOVUPS   epilogueExp<>+256(SB), Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+288(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+320(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+352(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+384(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+416(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VMULPS    Y8, Y5, Y5
+	VADDPS    epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD  epilogueExp<>+0(SB), Y6, Y7
+	VADDPS    Y5, Y5, Y8
+	VBLENDVPS Y7, Y8, Y5, Y5
+	VPMINSD   epilogueExp<>+0(SB), Y6, Y6
+	VPADDD    epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y6, Y5, Y5
+	VCMPPS    $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS   Y5, Y6, Y5
+	VCMPPS    $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y6
+	VBLENDVPS Y6, Y4, Y5, Y5
+	VMULPS    Y5, Y3, Y4
+	VCMPPS    $0x19, Y0, Y3, Y6
+	VBLENDVPS Y6, Y4, Y3, Y3
+	VADDPS    epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS    Y4, Y3, Y3
+	VMULPS    (DX)(R15*4), Y3, Y3
+	VMOVUPS   Y3, (SI)(R15*4)
+	ADDQ      $0x08, R15
+	CMPQ      R15, R12
+	JL        epi2_col_4092
+	ADDQ      AX, R13
+	ADDQ      CX, DX
+	ADDQ      BX, SI
+	INCQ      R14
+	CMPQ      R14, m+16(FP)
+	JL        epi2_row_4091
+	JMP       epi2_done_3460
+
+epi_flag_4081:
+	TESTQ        $0x00000010, AX
+	JNZ          epi_flag_4093
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4094
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_4095:
+	XORQ R13, R13
+
+epi2_col_4096:
+	VMOVDQU      (R11)(R13*4), Y2
+	VPMULLD      (R8)(R13*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R13*4), Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y1, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VADDPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_4096
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_4095
+	JMP          epi2_done_3460
+
+epi_flag_4094:
+	VBROADCASTSS aZero+40(FP), Y0
+	VBROADCASTSS invScale+120(FP), Y1
+	VMOVUPS      Y1, (SP)
+	VBROADCASTSS clampLo+128(FP), Y1
+	VMOVUPS      Y1, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y1
+	VMOVUPS      Y1, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y1
+	VMOVUPS      Y1, 96(SP)
+	VPXOR        Y1, Y1, Y1
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         scale+56(FP), DI
+	MOVQ         colSum+32(FP), R8
+	MOVQ         bias+72(FP), R9
+	MOVQ         n+24(FP), R10
+	MOVQ         c+0(FP), R11
+	XORQ         R12, R12
+
+epi2_row_4097:
+	XORQ R13, R13
+
+epi2_col_4098:
+	VMOVDQU      (R11)(R13*4), Y2
+	VPMULLD      (R8)(R13*4), Y0, Y3
+	VPSUBD       Y3, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (DI)(R13*4), Y2, Y2
+	VADDPS       (R9)(R13*4), Y2, Y2
+	VORPS        epilogueExp<>+448(SB), Y2, Y3
+	VMULPS       epilogueExp<>+32(SB), Y3, Y4
+	VCVTPS2DQ    Y4, Y5
+	VCVTDQ2PS    Y5, Y6
+	VMULPS       epilogueExp<>+64(SB), Y6, Y4
+	VSUBPS       Y4, Y3, Y7
+	VMULPS       epilogueExp<>+96(SB), Y6, Y4
+	VSUBPS       Y4, Y7, Y7
+	VMOVUPS      epilogueExp<>+256(SB), Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+288(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+320(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+352(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+384(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+416(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VMULPS       Y7, Y4, Y4
+	VADDPS       epilogueExp<>+128(SB), Y4, Y4
+	VPCMPGTD     epilogueExp<>+0(SB), Y5, Y6
+	VADDPS       Y4, Y4, Y7
+	VBLENDVPS    Y6, Y7, Y4, Y4
+	VPMINSD      epilogueExp<>+0(SB), Y5, Y5
+	VPADDD       epilogueExp<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y3, Y5
+	VANDNPS      Y4, Y5, Y4
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y3, Y5
+	VBLENDVPS    Y5, epilogueExp<>+224(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y4, Y4
+	VMULPS       Y4, Y2, Y3
+	VCMPPS       $0x19, Y1, Y2, Y5
+	VBLENDVPS    Y5, Y3, Y2, Y2
+	VADDPS       epilogueExp<>+128(SB), Y4, Y3
+	VDIVPS       Y3, Y2, Y2
+	VMULPS       (DX)(R13*4), Y2, Y2
+	VMULPS       (SP), Y2, Y2
+	VMAXPS       32(SP), Y2, Y2
+	VMINPS       64(SP), Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       96(SP), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VPACKUSWB    X2, X2, X2
+	VMOVQ        X2, (SI)(R13*1)
+	ADDQ         $0x08, R13
+	CMPQ         R13, R10
+	JL           epi2_col_4098
+	ADDQ         AX, R11
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R12
+	CMPQ         R12, m+16(FP)
+	JL           epi2_row_4097
+	JMP          epi2_done_3460
+
+epi_flag_4093:
+	TESTQ        $0x00000020, AX
+	JNZ          epi_flag_4099
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         bias+72(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_4100:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_4101:
+	VMOVDQU      (R13)(R15*4), Y3
+	VPMULLD      (R10)(R15*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R15*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       (R11)(R15*4), Y3, Y3
+	VORPS        epilogueExp<>+448(SB), Y3, Y4
+	VMULPS       epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VMULPS       epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS       Y5, Y4, Y8
+	VMULPS       epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS       Y5, Y8, Y8
+	VMOVUPS      epilogueExp<>+256(SB), Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+288(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+320(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+352(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+384(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+416(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD     epilogueExp<>+0(SB), Y6, Y7
+	VADDPS       Y5, Y5, Y8
+	VBLENDVPS    Y7, Y8, Y5, Y5
+	VPMINSD      epilogueExp<>+0(SB), Y6, Y6
+	VPADDD       epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS      Y5, Y6, Y5
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS    Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y6
+	VBLENDVPS    Y6, Y4, Y5, Y5
+	VMULPS       Y5, Y3, Y4
+	VCMPPS       $0x19, Y0, Y3, Y6
+	VBLENDVPS    Y6, Y4, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS       Y4, Y3, Y3
+	VADDPS       (DX)(R15*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_4101
+	ADDQ         AX, R13
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_4100
+	JMP          epi2_done_3460
+
+epi_flag_4099:
+	VBROADCASTSS invScale+120(FP), Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS clampLo+128(FP), Y0
+	VMOVUPS      Y0, 32(SP)
+	VBROADCASTSS clampHi+132(FP), Y0
+	VMOVUPS      Y0, 64(SP)
+	VBROADCASTSS outZero+124(FP), Y0
+	VMOVUPS      Y0, 96(SP)
+	VPXOR        Y0, Y0, Y0
+	MOVQ         ldc+8(FP), AX
+	SHLQ         $0x02, AX
+	MOVQ         resStride+88(FP), CX
+	SHLQ         $0x02, CX
+	MOVQ         res+80(FP), DX
+	MOVQ         outStride+112(FP), BX
+	SHLQ         $0x02, BX
+	MOVQ         outF32+96(FP), BX
+	MOVQ         outStride+112(FP), BX
+	MOVQ         outU8+104(FP), SI
+	MOVQ         rowScale+64(FP), DI
+	MOVQ         rowZero+48(FP), R8
+	MOVQ         scale+56(FP), R9
+	MOVQ         colSum+32(FP), R10
+	MOVQ         bias+72(FP), R11
+	MOVQ         n+24(FP), R12
+	MOVQ         c+0(FP), R13
+	XORQ         R14, R14
+
+epi2_row_4102:
+	VBROADCASTSS (DI)(R14*4), Y1
+	VPBROADCASTD (R8)(R14*4), Y2
+	XORQ         R15, R15
+
+epi2_col_4103:
+	VMOVDQU      (R13)(R15*4), Y3
+	VPMULLD      (R10)(R15*4), Y2, Y4
+	VPSUBD       Y4, Y3, Y3
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (R9)(R15*4), Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       (R11)(R15*4), Y3, Y3
+	VORPS        epilogueExp<>+448(SB), Y3, Y4
+	VMULPS       epilogueExp<>+32(SB), Y4, Y5
+	VCVTPS2DQ    Y5, Y6
+	VCVTDQ2PS    Y6, Y7
+	VMULPS       epilogueExp<>+64(SB), Y7, Y5
+	VSUBPS       Y5, Y4, Y8
+	VMULPS       epilogueExp<>+96(SB), Y7, Y5
+	VSUBPS       Y5, Y8, Y8
+	VMOVUPS      epilogueExp<>+256(SB), Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+288(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+320(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+352(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+384(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+416(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VMULPS       Y8, Y5, Y5
+	VADDPS       epilogueExp<>+128(SB), Y5, Y5
+	VPCMPGTD     epilogueExp<>+0(SB), Y6, Y7
+	VADDPS       Y5, Y5, Y8
+	VBLENDVPS    Y7, Y8, Y5, Y5
+	VPMINSD      epilogueExp<>+0(SB), Y6, Y6
+	VPADDD       epilogueExp<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y6, Y5, Y5
+	VCMPPS       $0x11, epilogueExp<>+160(SB), Y4, Y6
+	VANDNPS      Y5, Y6, Y5
+	VCMPPS       $0x1e, epilogueExp<>+192(SB), Y4, Y6
+	VBLENDVPS    Y6, epilogueExp<>+224(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y6
+	VBLENDVPS    Y6, Y4, Y5, Y5
+	VMULPS       Y5, Y3, Y4
+	VCMPPS       $0x19, Y0, Y3, Y6
+	VBLENDVPS    Y6, Y4, Y3, Y3
+	VADDPS       epilogueExp<>+128(SB), Y5, Y4
+	VDIVPS       Y4, Y3, Y3
+	VMULPS       (DX)(R15*4), Y3, Y3
+	VMULPS       (SP), Y3, Y3
+	VMAXPS       32(SP), Y3, Y3
+	VMINPS       64(SP), Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       96(SP), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X4
+	VPACKUSDW    X4, X3, X3
+	VPACKUSWB    X3, X3, X3
+	VMOVQ        X3, (SI)(R15*1)
+	ADDQ         $0x08, R15
+	CMPQ         R15, R12
+	JL           epi2_col_4103
+	ADDQ         AX, R13
+	ADDQ         CX, DX
+	ADDQ         BX, SI
+	INCQ         R14
+	CMPQ         R14, m+16(FP)
+	JL           epi2_row_4102
+
+epi2_done_3460:
 	VZEROUPPER
 	MOVB $0x01, AL
 	MOVB AL, ret+144(FP)
@@ -84594,9 +95068,9 @@ TEXT ·peakVNNI(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_3817
+	JZ     peak_done_4105
 
-peak_3816:
+peak_4104:
 	VPDPBUSD Z0, Z0, Z1
 	VPDPBUSD Z0, Z0, Z2
 	VPDPBUSD Z0, Z0, Z3
@@ -84622,9 +95096,9 @@ peak_3816:
 	VPDPBUSD Z0, Z0, Z23
 	VPDPBUSD Z0, Z0, Z24
 	DECQ     AX
-	JNZ      peak_3816
+	JNZ      peak_4104
 
-peak_done_3817:
+peak_done_4105:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -84682,9 +95156,9 @@ TEXT ·peakFP32(SB), NOSPLIT, $0-8
 	VPXORD Z23, Z23, Z23
 	VPXORD Z24, Z24, Z24
 	TESTQ  AX, AX
-	JZ     peak_done_3819
+	JZ     peak_done_4107
 
-peak_3818:
+peak_4106:
 	VFMADD231PS Z0, Z0, Z1
 	VFMADD231PS Z0, Z0, Z2
 	VFMADD231PS Z0, Z0, Z3
@@ -84710,9 +95184,9 @@ peak_3818:
 	VFMADD231PS Z0, Z0, Z23
 	VFMADD231PS Z0, Z0, Z24
 	DECQ        AX
-	JNZ         peak_3818
+	JNZ         peak_4106
 
-peak_done_3819:
+peak_done_4107:
 	VPORD Z1, Z0, Z0
 	VPORD Z2, Z0, Z0
 	VPORD Z3, Z0, Z0
@@ -84758,9 +95232,9 @@ TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_3821
+	JZ    peak_done_4109
 
-peak_3820:
+peak_4108:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y1, Y1
 	VPMADDWD Y0, Y0, Y13
@@ -84786,9 +95260,9 @@ peak_3820:
 	VPMADDWD Y0, Y0, Y13
 	VPADDD   Y13, Y12, Y12
 	DECQ     AX
-	JNZ      peak_3820
+	JNZ      peak_4108
 
-peak_done_3821:
+peak_done_4109:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -84822,9 +95296,9 @@ TEXT ·peakFP32AVX2(SB), NOSPLIT, $0-8
 	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	TESTQ AX, AX
-	JZ    peak_done_3823
+	JZ    peak_done_4111
 
-peak_3822:
+peak_4110:
 	VFMADD231PS Y0, Y0, Y1
 	VFMADD231PS Y0, Y0, Y2
 	VFMADD231PS Y0, Y0, Y3
@@ -84838,9 +95312,9 @@ peak_3822:
 	VFMADD231PS Y0, Y0, Y11
 	VFMADD231PS Y0, Y0, Y12
 	DECQ        AX
-	JNZ         peak_3822
+	JNZ         peak_4110
 
-peak_done_3823:
+peak_done_4111:
 	VPOR Y1, Y0, Y0
 	VPOR Y2, Y0, Y0
 	VPOR Y3, Y0, Y0
@@ -84884,9 +95358,9 @@ TEXT ·peakAMX(SB), NOSPLIT, $64-8
 	BYTE  $0x00
 	MOVQ  iters+0(FP), AX
 	TESTQ AX, AX
-	JZ    peak_done_3825
+	JZ    peak_done_4113
 
-peak_3824:
+peak_4112:
 	// amx: tdpbusd %tmm6,%tmm4,%tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -84943,9 +95417,9 @@ peak_3824:
 	BYTE $0x5e
 	BYTE $0xdd
 	DECQ AX
-	JNZ  peak_3824
+	JNZ  peak_4112
 
-peak_done_3825:
+peak_done_4113:
 	// amx: tilerelease
 	BYTE $0xc4
 	BYTE $0xe2
