@@ -218,6 +218,7 @@ func onnxOps() []*OpDef {
 				Vars: map[string][]DType{"T": {Float32, Float64, Int32, Int64}, "Tax": indexTypes()}},
 			Shape: sameShapeRule,
 		},
+		einsumOp(), // ops_onnx_einsum.go
 	}
 }
 

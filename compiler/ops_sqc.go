@@ -21,6 +21,13 @@ func sqcOps() []*OpDef {
 			Check:  geluCheck,
 		},
 		{
+			Name: "sqc.Silu", Domain: DomainSqc,
+			Doc:       "Y = X * sigmoid(X) = X / (1 + exp(-X)) elementwise (SiLU, PyTorch's silu: sqc's canonical form of Mul(X, Sigmoid(X))).",
+			MinInputs: 1, MaxInputs: 1, MinOutputs: 1, MaxOutputs: 1,
+			DTypes: DTypeRule{In: []string{"T"}, Out: []string{"T"}, Vars: map[string][]DType{"T": floatTypes()}},
+			Shape:  sameShapeRule,
+		},
+		{
 			Name: "sqc.Linear", Domain: DomainSqc,
 			Doc:       "Y = X @ W + B with X [..., in], W [in, out] (already transposed from torch's [out, in]) and optional B [out]; Y is [..., out].",
 			MinInputs: 2, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 1,

@@ -40,9 +40,10 @@ import (
 //	                                        passes.ShortenGeluForU8 chooses it)
 //	    v   = gelu.GeluTanhShort(v)        (act "gelu_tanh_u8": likewise, for the tanh GELU)
 //	    v   = qgemm.Relu(v)                (act "relu": v if v > 0 or NaN, else +0)
+//	    v   = expf.Silu(v)                 (act "silu": internal/expf, within 4 ulp of x*sigmoid(x))
 //	    v   = v + residual[r,n]            (if residual; residual_op "add", the default)
 //	    v   = v * residual[r,n]            (if residual and residual_op "mul": a gated
-//	                                        feed-forward's product, GEGLU or ReGLU)
+//	                                        feed-forward's product, GEGLU, ReGLU or SwiGLU)
 //	    y[r,n] = v
 //
 // The FP32 interpreter computes exactly this with the same Go functions, so
@@ -114,8 +115,8 @@ func QLinearAct(n *Node) (qgemm.Act, error) {
 
 // EpilogueAct reports which GEMM epilogue activation a node computes, for
 // the nodes a QLinear's epilogue absorbs (sqc.Gelu: the erf GELU, or the
-// tanh GELU with approximate "tanh"; Relu), so passes and the INT8 engine
-// fuse the same ones.
+// tanh GELU with approximate "tanh"; Relu; sqc.Silu), so passes and the
+// INT8 engine fuse the same ones.
 func EpilogueAct(n *Node) (qgemm.Act, bool) {
 	switch n.Op {
 	case "sqc.Gelu":
@@ -127,6 +128,8 @@ func EpilogueAct(n *Node) (qgemm.Act, bool) {
 		}
 	case "Relu":
 		return qgemm.ActRelu, true
+	case "sqc.Silu":
+		return qgemm.ActSilu, true
 	}
 	return qgemm.ActNone, false
 }

@@ -317,7 +317,13 @@ func splitHeads(ix *index, name string, perm []int64) (x string, heads, width in
 	if tr == nil || !permIs(tr, perm) {
 		return "", 0, 0, nil, false
 	}
-	r := ix.producedBy(tr.Inputs[0], "Reshape")
+	return headReshape(ix, tr.Inputs[0])
+}
+
+// headReshape matches name = Reshape(x, [B, S, H, D]) of a float32 x [B,
+// S, W] with W = H*D known (the head split before its transpose).
+func headReshape(ix *index, name string) (x string, heads, width int64, shape compiler.Shape, ok bool) {
+	r := ix.producedBy(name, "Reshape")
 	if r == nil {
 		return "", 0, 0, nil, false
 	}

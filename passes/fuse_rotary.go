@@ -14,10 +14,14 @@ import (
 // (operands of each Add and Mul in either order; cos and sin [1 or B, 1,
 // S, D]), by the same split of sqc.Rotary(x, cos', sin') {heads: H}, cos'
 // and sin' the tables without their head axis: the unsplit-heads form
-// FuseAttention takes its Q and K in. sqc.Rotary computes the same
-// float32 products and sums (runtime/nn.Rotary), so the bits do not
-// change. The head split must be the one FuseAttention proves (shape
-// inference gives [B, S, H, D] with x's B and S).
+// FuseAttention takes its Q and K in. NomicBERT's hub code rotates the
+// heads before their transpose, X = Reshape(x, [B, S, H, D]) with cos and
+// sin [S, 1, D] or [1 or B, S, 1, D]; that becomes the Reshape of
+// sqc.Rotary(x, cos', sin') alone, cos' = Transpose<1,0,2>(cos) ([1, S,
+// D]) or cos without its head axis. sqc.Rotary computes the same float32
+// products and sums (runtime/nn.Rotary), so the bits do not change. The
+// head split must be the one FuseAttention proves (shape inference gives
+// [B, S, H, D] with x's B and S).
 var FuseRotary = Pass{Name: "FuseRotary", Run: fuseRotary}
 
 const opRotary = "sqc.Rotary"
@@ -41,21 +45,21 @@ func fuseRotary(g *compiler.Graph) (bool, error) {
 		var nodes []*compiler.Node
 		tables := [2]string{}
 		for i, t := range []string{m.cos, m.sin} {
-			if u := ix.producedBy(t, "Unsqueeze"); u != nil { // the exporter's unsqueeze(1) of a [.., S, d] table
-				if axes, ok := ix.axes(u); ok && len(axes) == 1 && axes[0] == 1 {
-					tables[i] = u.Inputs[0]
-					continue
-				}
+			var table *compiler.Node
+			tables[i], table = rotaryTableWithoutHeads(g, ix, nm, stem, t, m.headsFirst)
+			if table != nil {
+				nodes = append(nodes, table)
 			}
-			sq := &compiler.Node{Name: nm.Fresh(stem + "/table"), Op: "Squeeze", Inputs: []string{t, intsConst(g, nm, stem+"/head_axis", 1)}}
-			sq.Outputs = []string{sq.Name}
-			nodes = append(nodes, sq)
-			tables[i] = sq.Outputs[0]
 		}
 		rot := &compiler.Node{Name: stem, Op: opRotary, Inputs: []string{m.x, tables[0], tables[1]},
 			Outputs: []string{nm.Fresh(stem + "/out")}, Attrs: map[string]compiler.Attr{"heads": compiler.IntAttr(m.heads)}}
 		reshape := &compiler.Node{Name: stem + "/Reshape", Op: "Reshape", Inputs: []string{rot.Outputs[0], intsConst(g, nm, stem+"/heads_shape", 0, 0, m.heads, m.d)},
-			Outputs: []string{nm.Fresh(stem + "/heads")}}
+			Outputs: []string{n.Outputs[0]}}
+		if !m.headsFirst {
+			insert[n] = append(nodes, rot, reshape)
+			continue
+		}
+		reshape.Outputs = []string{nm.Fresh(stem + "/heads")}
 		tr := &compiler.Node{Name: stem + "/Transpose", Op: "Transpose", Inputs: []string{reshape.Outputs[0]},
 			Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(permSplit...)}}
 		insert[n] = append(nodes, rot, reshape, tr)
@@ -66,6 +70,36 @@ func fuseRotary(g *compiler.Graph) (bool, error) {
 type rotaryMatch struct {
 	x, cos, sin string
 	heads, d    int64
+	// headsFirst: X is the transposed split [B, H, S, D] (tables [1 or B,
+	// 1, S, D]); else the split before its transpose, [B, S, H, D]
+	// (tables [S, 1, D] or [1 or B, S, 1, D]).
+	headsFirst bool
+}
+
+// rotaryTableWithoutHeads returns table t ([1 or B, 1, S, D] for the
+// heads-first layout, else [S, 1, D] or [1 or B, S, 1, D]) as sqc.Rotary
+// reads it, [1 or B, S, D], and the node that computes that, if one is
+// needed: the exporter's Unsqueeze of a table without the head axis is
+// read through.
+func rotaryTableWithoutHeads(g *compiler.Graph, ix *index, nm *compiler.Namer, stem, t string, headsFirst bool) (string, *compiler.Node) {
+	axis := int64(1)
+	if !headsFirst {
+		if v := valueInfo(g, t); len(v.Shape) == 3 { // [S, 1, D]
+			tr := &compiler.Node{Name: nm.Fresh(stem + "/table"), Op: "Transpose", Inputs: []string{t},
+				Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(1, 0, 2)}}
+			tr.Outputs = []string{tr.Name}
+			return tr.Outputs[0], tr
+		}
+		axis = 2
+	}
+	if u := ix.producedBy(t, "Unsqueeze"); u != nil {
+		if axes, ok := ix.axes(u); ok && len(axes) == 1 && axes[0] == axis {
+			return u.Inputs[0], nil
+		}
+	}
+	sq := &compiler.Node{Name: nm.Fresh(stem + "/table"), Op: "Squeeze", Inputs: []string{t, intsConst(g, nm, stem+"/head_axis", axis)}}
+	sq.Outputs = []string{sq.Name}
+	return sq.Outputs[0], sq
 }
 
 // matchRotary matches add = X*cos + rotate_half(X)*sin.
@@ -79,14 +113,19 @@ func matchRotary(ix *index, add *compiler.Node) (rotaryMatch, bool) {
 		for _, do := range [][2]int{{0, 1}, {1, 0}} {
 			xs, cos := direct.Inputs[do[0]], direct.Inputs[do[1]]
 			x, heads, width, _, ok := splitHeads(ix, xs, permSplit)
+			headsFirst := ok
+			if !ok {
+				x, heads, width, _, ok = headReshape(ix, xs)
+			}
 			if !ok || width%(2*heads) != 0 {
 				continue
 			}
 			d := width / heads
+			table := func(t string) bool { return rotaryTable(ix, t, xs, d, headsFirst) }
 			for _, ro := range [][2]int{{0, 1}, {1, 0}} {
 				rh, sin := rotated.Inputs[ro[0]], rotated.Inputs[ro[1]]
-				if rotateHalfOf(ix, rh, xs, d) && rotaryTable(ix, cos, xs, d) && rotaryTable(ix, sin, xs, d) {
-					m = rotaryMatch{x: x, cos: cos, sin: sin, heads: heads, d: d}
+				if rotateHalfOf(ix, rh, xs, d) && table(cos) && table(sin) {
+					m = rotaryMatch{x: x, cos: cos, sin: sin, heads: heads, d: d, headsFirst: headsFirst}
 					return m, true
 				}
 			}
@@ -124,14 +163,21 @@ func lastAxisSlice(ix *index, name, x string, from, to int64) bool {
 	return start == from && e == to
 }
 
-// rotaryTable reports whether name is a float32 table [1 or B, 1, S, d]
-// for the split heads x [B, H, S, d].
-func rotaryTable(ix *index, name, x string, d int64) bool {
+// rotaryTable reports whether name is a float32 table for the split heads
+// x: [1 or B, 1, S, d] for x [B, H, S, d] (headsFirst), [S, 1, d] or [1
+// or B, S, 1, d] for x [B, S, H, d].
+func rotaryTable(ix *index, name, x string, d int64, headsFirst bool) bool {
 	t, xv := valueInfo(ix.g, name), valueInfo(ix.g, x)
-	if t == nil || xv == nil || t.DType != compiler.Float32 || len(t.Shape) != 4 || len(xv.Shape) != 4 {
+	if t == nil || xv == nil || t.DType != compiler.Float32 || len(xv.Shape) != 4 {
 		return false
 	}
-	s := t.Shape
-	return (s[0].Known() && s[0].Size == 1 || sameDim(s[0], xv.Shape[0])) && s[1].Known() && s[1].Size == 1 &&
-		sameDim(s[2], xv.Shape[2]) && s[3].Known() && s[3].Size == d
+	s, one := t.Shape, func(d compiler.Dim) bool { return d.Known() && d.Size == 1 }
+	width := len(s) > 0 && s[len(s)-1].Known() && s[len(s)-1].Size == d
+	switch {
+	case headsFirst:
+		return len(s) == 4 && (one(s[0]) || sameDim(s[0], xv.Shape[0])) && one(s[1]) && sameDim(s[2], xv.Shape[2]) && width
+	case len(s) == 3:
+		return sameDim(s[0], xv.Shape[1]) && one(s[1]) && width
+	}
+	return len(s) == 4 && (one(s[0]) || sameDim(s[0], xv.Shape[0])) && sameDim(s[1], xv.Shape[1]) && one(s[2]) && width
 }

@@ -96,7 +96,7 @@ func TestSharedModelsCanonicalise(t *testing.T) {
 // one of alsoAllowed.
 func checkEncoderOps(t *testing.T, g *compiler.Graph, alsoAllowed ...string) {
 	t.Helper()
-	allowed := append([]string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "Add"}, alsoAllowed...)
+	allowed := append([]string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Silu", "sqc.Attention", "Add"}, alsoAllowed...)
 	first, last := -1, -1
 	for i, n := range g.Nodes {
 		if v := valueInfo(g, n.Inputs[0]); n.Op == "LayerNormalization" && (v == nil || len(v.Shape) >= 3) {
@@ -156,7 +156,7 @@ func TestHFGraphCanonicalisesLikeONNX(t *testing.T) {
 
 func canonicalCounts(h map[string]int) map[string]int {
 	out := map[string]int{}
-	for _, op := range []string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Attention", "sqc.AttentionMask", "sqc.Embeddings"} {
+	for _, op := range []string{"sqc.Linear", "LayerNormalization", "sqc.Gelu", "sqc.Silu", "sqc.Attention", "sqc.AttentionMask", "sqc.Embeddings", "sqc.Rotary"} {
 		out[op] = h[op]
 	}
 	return out

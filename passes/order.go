@@ -24,7 +24,7 @@ var passOrder = []orderRule{
 			"one an exporter computes (a Sqrt or Cast of a constant, arithmetic on static dims of Shape) is one only once folded"},
 	{"FoldConstants", []string{"FuseLinear"}, needs,
 		"FuseLinear takes weights from the initializers alone (the quantiser rewrites them there): a weight computed from one (Transpose, Identity, Constant) must be folded first"},
-	{"EliminateDeadNodes", []string{"FuseLayerNorm", "FuseGelu", "CanonicalizeAttentionMask", "FuseAttention", "FuseLinear", "FuseEmbeddings"}, needs,
+	{"EliminateDeadNodes", []string{"FuseLayerNorm", "FuseGelu", "FuseSilu", "CanonicalizeAttentionMask", "FuseAttention", "FuseLinear", "FuseEmbeddings"}, needs,
 		"patterns are followed producer to consumer through their exact ops and most links must have one reader (index.onlyConsumer): " +
 			"an Identity inside a chain, or a dead reader of one of its values, hides the pattern"},
 	{"FoldConstants", []string{"DequantizeIntegerOps"}, needs,
@@ -89,6 +89,8 @@ var passOrder = []orderRule{
 		"they rewrite sqc.QLinear nodes (MergeSmoothedLayerNorms tells the twin by its sqc.QLinear readers), which Quantize makes"},
 	{"FuseGelu", []string{"FuseQLinearEpilogues"}, needs,
 		"the epilogue absorbs sqc.Gelu (compiler.EpilogueAct), not the erf chain FuseGelu replaces"},
+	{"FuseSilu", []string{"FuseQLinearEpilogues"}, needs,
+		"the epilogue absorbs sqc.Silu (compiler.EpilogueAct), not the Sigmoid and Mul FuseSilu replaces"},
 	{"FuseAttention", []string{"FuseQKV"}, needs,
 		"FuseQKV merges the projections read by one sqc.Attention and packs that Attention's operands"},
 	{"SmoothQuant", []string{"MergeSmoothedLayerNorms"}, needs,

@@ -41,10 +41,12 @@ func Pipeline() []Pass {
 		// matchers see single-consumer chains.
 		EliminateDeadNodes,
 		// LayerNorm early: FuseEmbeddings and SmoothQuant need the
-		// LayerNormalization it makes (passOrder). FuseGelu's pattern is
-		// disjoint from it, so their order is no rule.
+		// LayerNormalization it makes (passOrder). FuseGelu's and
+		// FuseSilu's patterns are disjoint from it and from each other, so
+		// their order is no rule.
 		FuseLayerNorm,
 		FuseGelu,
+		FuseSilu,
 		// Q, K and V of a fused QKV projection split per head (ModernBERT)
 		// become column slices of it with a standard head split each, which
 		// FuseRotary and FuseAttention read; the rotary embedding on split

@@ -29,6 +29,17 @@ import (
 //     keep the padded [batch, seq] that the length means. The executor
 //     checks every input's symbols against each other, so the two dims
 //     are equal in every run.
+//   - Concat operands with a static extent 0 on the concat axis add
+//     nothing and are dropped (a Concat left with one operand becomes an
+//     Identity): NomicBERT's rotary embedding concatenates the rotated
+//     part with x[..., rotary_dim:], which is empty when the rotary
+//     embedding covers the whole head.
+//   - Gather(Concat(in_0, ..., in_k), i, axis) along the Concat's axis,
+//     every in_j of extent 1 there and i a constant scalar, is in_i with
+//     that axis removed: torch.stack then indexing (NomicBERT's
+//     stack((q, k, v), dim=2) read back as qkv[:, :, i]) gives the
+//     stacked value itself. It becomes Identity(x) where in_i is
+//     Unsqueeze(x) at that axis, else Squeeze(in_i, axis).
 //
 // Proof is by dims that are the same known size or the same symbol
 // (sameDim); a dim inference leaves unknown proves nothing, and the node
@@ -54,6 +65,14 @@ func simplifyShapeOps(g *compiler.Graph) (bool, error) {
 		case "Slice":
 			if keepsAll(ix, n) {
 				repl[n] = &compiler.Node{Name: n.Name, Op: "Identity", Inputs: []string{n.Inputs[0]}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}
+			}
+		case "Concat":
+			if r, ok := withoutEmptyOperands(ix, n); ok {
+				repl[n] = r
+			}
+		case "Gather":
+			if r, ok := stackedOperand(g, ix, n); ok {
+				repl[n] = r
 			}
 		}
 	}
@@ -164,4 +183,81 @@ func shapeSourceInput(ix *index, n *compiler.Node) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// withoutEmptyOperands returns Concat node n without its operands of
+// static extent 0 on its axis (an Identity if one is left), and false when
+// it has none such or nothing else.
+func withoutEmptyOperands(ix *index, n *compiler.Node) (*compiler.Node, bool) {
+	out := valueInfo(ix.g, n.Outputs[0])
+	if out == nil || out.Shape == nil {
+		return nil, false
+	}
+	axis := n.AttrInt("axis", 0)
+	if axis < 0 {
+		axis += int64(len(out.Shape))
+	}
+	var keep []string
+	for _, in := range n.Inputs {
+		v := valueInfo(ix.g, in)
+		if v == nil || len(v.Shape) != len(out.Shape) || axis < 0 || axis >= int64(len(v.Shape)) {
+			return nil, false
+		}
+		if d := v.Shape[axis]; !(d.Known() && d.Size == 0) {
+			keep = append(keep, in)
+		}
+	}
+	if len(keep) == len(n.Inputs) || len(keep) == 0 {
+		return nil, false
+	}
+	if len(keep) == 1 {
+		return &compiler.Node{Name: n.Name, Op: "Identity", Inputs: keep, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}, true
+	}
+	return &compiler.Node{Name: n.Name, Op: "Concat", Inputs: keep, Outputs: []string{n.Outputs[0]}, Attrs: n.Attrs}, true
+}
+
+// stackedOperand returns the replacement of Gather node n picking operand
+// i of a Concat of extent-1 operands along the Concat's own axis (see
+// SimplifyShapeOps), and false when n is not such a Gather.
+func stackedOperand(g *compiler.Graph, ix *index, n *compiler.Node) (*compiler.Node, bool) {
+	c := ix.producedBy(n.Inputs[0], "Concat")
+	idx := ix.constant(n.Inputs[1])
+	out := valueInfo(g, n.Inputs[0])
+	if c == nil || idx == nil || len(idx.Shape) != 0 || out == nil || out.Shape == nil {
+		return nil, false
+	}
+	r := int64(len(out.Shape))
+	axis, gaxis := c.AttrInt("axis", 0), n.AttrInt("axis", 0)
+	if axis < 0 {
+		axis += r
+	}
+	if gaxis < 0 {
+		gaxis += r
+	}
+	is, ok := ix.ints(n.Inputs[1])
+	if axis != gaxis || axis < 0 || axis >= r || !ok || len(is) != 1 {
+		return nil, false
+	}
+	for _, in := range c.Inputs {
+		v := valueInfo(g, in)
+		if v == nil || int64(len(v.Shape)) != r || !v.Shape[axis].Known() || v.Shape[axis].Size != 1 {
+			return nil, false
+		}
+	}
+	i := is[0]
+	if i < 0 {
+		i += int64(len(c.Inputs))
+	}
+	if i < 0 || i >= int64(len(c.Inputs)) {
+		return nil, false
+	}
+	in := c.Inputs[i]
+	if u := ix.producedBy(in, "Unsqueeze"); u != nil {
+		if axes, ok := ix.axes(u); ok && len(axes) == 1 && (axes[0] == axis || axes[0] == axis-r) {
+			return &compiler.Node{Name: n.Name, Op: "Identity", Inputs: []string{u.Inputs[0]}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}, true
+		}
+	}
+	nm := g.Namer()
+	return &compiler.Node{Name: n.Name, Op: "Squeeze", Inputs: []string{in, intsConst(g, nm, n.Name+"/axis", axis)}, Outputs: []string{n.Outputs[0]},
+		Attrs: map[string]compiler.Attr{}}, true
 }

@@ -79,7 +79,7 @@ func TestTinyModelsCanonicalise(t *testing.T) {
 				if slices.Contains(testmodels.TinyJinaBertModels, name) {
 					allowed = append(allowed, "Mul") // the gated feed-forward's product
 				}
-				if slices.Contains(testmodels.TinyGTEModels, name) {
+				if slices.Contains(testmodels.TinyGTEModels, name) || slices.Contains(testmodels.TinyNomicModels, name) {
 					allowed = append(allowed, "sqc.Rotary", "Mul") // its rotary embedding and GLU product
 				}
 				checkEncoderOps(t, g, allowed...)

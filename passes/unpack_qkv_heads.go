@@ -19,10 +19,14 @@ import (
 //
 // the same [B, H, S, D] values (both move data only), in the form
 // FuseAttention reads Q, K and V in, with y's columns sliced where
-// SplitLinearColumns can turn them into separate projections. The split
-// is taken only when shape inference proves it: y [B, S, 3*W] and the
-// reshape's output [B, S, 3, H, D] with the same B and S; every reader of
-// t must be such a part.
+// SplitLinearColumns can turn them into separate projections. NomicBERT's
+// hub code reads the parts of the reshape itself, qkv[:, :, i] (t =
+// Reshape(y, [B, S, 3, H, D]), the 3 at axis 2): each part i, [B, S, H,
+// D], becomes Reshape(Slice(y, i*W, (i+1)*W, axis -1), [0, 0, H, D]), the
+// head split FuseRotary and FuseAttention read before their transposes.
+// The split is taken only when shape inference proves it: y [B, S, 3*W]
+// and the reshape's output [B, S, 3, H, D] with the same B and S; every
+// reader of t must be such a part.
 var UnpackQKVHeads = Pass{Name: "UnpackQKVHeads", Run: unpackQKVHeads}
 
 // qkvHeadPerms are the transposes of [B, S, 3, H, D] UnpackQKVHeads
@@ -40,10 +44,19 @@ func unpackQKVHeads(g *compiler.Graph) (bool, error) {
 	insert := map[*compiler.Node][]*compiler.Node{} // a part's last node -> its replacement
 	for _, n := range g.Nodes {
 		cur.n = n
-		if n.Op != "Transpose" {
-			continue
+		var (
+			y              string
+			heads, d, axis int64
+			ok, transposed bool
+		)
+		switch n.Op {
+		case "Transpose":
+			y, heads, d, axis, ok = matchQKVHeads(ix, n)
+			transposed = true
+		case "Reshape":
+			y, heads, d, ok = matchQKVReshape(ix, n)
+			axis = 2
 		}
-		y, heads, d, axis, ok := matchQKVHeads(ix, n)
 		if !ok {
 			continue
 		}
@@ -63,7 +76,12 @@ func unpackQKVHeads(g *compiler.Graph) (bool, error) {
 				Outputs: []string{nm.Fresh(stem + "/columns")}}
 			shape := intsConst(g, nm, stem+"/heads_shape", 0, 0, heads, d)
 			reshape := &compiler.Node{Name: stem + "/Reshape", Op: "Reshape", Inputs: []string{slice.Outputs[0], shape},
-				Outputs: []string{nm.Fresh(stem + "/heads")}}
+				Outputs: []string{sink.Outputs[0]}}
+			if !transposed {
+				insert[sink] = []*compiler.Node{slice, reshape}
+				continue
+			}
+			reshape.Outputs = []string{nm.Fresh(stem + "/heads")}
 			tr := &compiler.Node{Name: stem + "/Transpose", Op: "Transpose", Inputs: []string{reshape.Outputs[0]},
 				Outputs: []string{sink.Outputs[0]}, Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(permSplit...)}}
 			insert[sink] = []*compiler.Node{slice, reshape, tr}
@@ -85,17 +103,23 @@ func matchQKVHeads(ix *index, tr *compiler.Node) (y string, heads, d, axis int64
 	if axis < 0 || r == nil {
 		return "", 0, 0, 0, false
 	}
+	y, heads, d, ok = matchQKVReshape(ix, r)
+	return y, heads, d, axis, ok
+}
+
+// matchQKVReshape matches Reshape(y, [B, S, 3, H, D]) of y [B, S, 3*H*D].
+func matchQKVReshape(ix *index, r *compiler.Node) (y string, heads, d int64, ok bool) {
 	y = r.Inputs[0]
 	in, out := valueInfo(ix.g, y), valueInfo(ix.g, r.Outputs[0])
 	if in == nil || out == nil || len(in.Shape) != 3 || len(out.Shape) != 5 || in.DType != compiler.Float32 {
-		return "", 0, 0, 0, false
+		return "", 0, 0, false
 	}
 	three, h, hd := out.Shape[2], out.Shape[3], out.Shape[4]
 	if !three.Known() || three.Size != 3 || !h.Known() || !hd.Known() || h.Size <= 0 || !in.Shape[2].Known() ||
 		3*h.Size*hd.Size != in.Shape[2].Size || !sameDim(in.Shape[0], out.Shape[0]) || !sameDim(in.Shape[1], out.Shape[1]) {
-		return "", 0, 0, 0, false
+		return "", 0, 0, false
 	}
-	return y, h.Size, hd.Size, axis, true
+	return y, h.Size, hd.Size, true
 }
 
 // qkvParts returns, for each of Q, K and V in order, the node whose output

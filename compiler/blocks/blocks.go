@@ -146,6 +146,11 @@ func (b *Builder) GeluTanh(x, scope string) string {
 	return b.Op("Mul", scope+"/gelu", b.Op("Mul", scope+"/half_x", x, b.Scalar("const.half", 0.5)), onePlus)
 }
 
+// Silu is x · sigmoid(x), as torch.onnx.export writes F.silu.
+func (b *Builder) Silu(x, scope string) string {
+	return b.Op("Mul", scope+"/silu", x, b.Op("Sigmoid", scope+"/Sigmoid", x))
+}
+
 // SplitHeads reshapes [batch, seq, heads·headSize] to [batch, seq, heads,
 // headSize] and permutes it with perm: {0,2,1,3} for queries and values,
 // {0,2,3,1} for keys (already transposed for Q·Kᵀ).

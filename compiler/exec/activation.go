@@ -12,12 +12,13 @@ const (
 	ActGeluTanh = "gelu_tanh" // internal/gelu's float32 tanh-GELU (the GEMM epilogue's)
 	ActTanh     = "tanh"
 	ActRelu     = "relu" // qgemm.Relu (the GEMM epilogue's)
+	ActSilu     = "silu" // internal/expf's float32 SiLU (the GEMM epilogue's)
 )
 
 // Activation is one elementwise activation a standalone step computes:
 // everything the engine, the code generator and the roofline know of it.
 type Activation struct {
-	Func string // ActGelu, ActGeluTanh, ActTanh or ActRelu
+	Func string // ActGelu, ActGeluTanh, ActTanh, ActRelu or ActSilu
 	Op   string // the graph op it lowers
 	// Approximate is the sqc.Gelu approximate attribute it lowers
 	// (compiler.GeluApproximate; "" for the other ops).
@@ -38,6 +39,7 @@ var activations = [...]Activation{
 	{Func: ActGeluTanh, Op: "sqc.Gelu", Approximate: compiler.GeluTanh, NN: "GeluTanhParallel", Run: nn.GeluTanhParallel, OpsPerElement: 12}, // the same polynomial, another table
 	{Func: ActTanh, Op: "Tanh", NN: "TanhSliceParallel", Run: nn.TanhSliceParallel, OpsPerElement: 10},
 	{Func: ActRelu, Op: "Relu", NN: "ReluParallel", Run: nn.ReluParallel, OpsPerElement: 1},
+	{Func: ActSilu, Op: "sqc.Silu", NN: "SiluParallel", Run: nn.SiluParallel, OpsPerElement: 15}, // exp: 9 Horner steps and 2^k; then 1+t, x*t, the division
 }
 
 // activationFor returns the activation that lowers node n: its op and,

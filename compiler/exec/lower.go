@@ -336,7 +336,7 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 		l.emit(&MaskedSumStep{node: node{n.Name}, KeepDims: n.AttrInt("keepdims", 0) == 1, X: l.slot(n.Inputs[0]), Mask: l.slot(n.Inputs[1]),
 			Out: l.slot(n.Outputs[0])})
 		return true, nil
-	case "sqc.Gelu", "Tanh", "Relu":
+	case "sqc.Gelu", "Tanh", "Relu", "sqc.Silu":
 		a, ok := activationFor(n)
 		if !ok || !l.allF32(n.Inputs[0]) {
 			return false, nil

@@ -24,7 +24,8 @@ const (
 	ModelELECTRA    = "electra"
 	ModelMPNet      = "mpnet"
 	ModelModernBERT = "modernbert"
-	ModelGTE        = "new" // Alibaba-NLP/new-impl's NewModel (GTE v1.5, gte-multilingual)
+	ModelGTE        = "new"        // Alibaba-NLP/new-impl's NewModel (GTE v1.5, gte-multilingual)
+	ModelNomicBERT  = "nomic_bert" // nomic-ai/nomic-bert-2048's NomicBertModel (nomic-embed-text-v1, v1.5)
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -44,6 +45,8 @@ const (
 	ArchModernBertForSequence = "ModernBertForSequenceClassification"
 	ArchGTEModel              = "NewModel"
 	ArchGTEForSequence        = "NewForSequenceClassification"
+	ArchNomicBertModel        = "NomicBertModel"
+	ArchNomicBertForSequence  = "NomicBertForSequenceClassification"
 
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
@@ -65,13 +68,14 @@ var architecturesByType = map[string][]string{
 	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence},
 	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence},
 	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
+	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
 	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence,
-	ArchJinaBertForSequence, ArchGTEForSequence}
+	ArchJinaBertForSequence, ArchGTEForSequence, ArchNomicBertForSequence}
 
 // mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
 // word and position tables and position ids.
@@ -87,6 +91,8 @@ const (
 	ActGELUNew  = "gelu_new"          // tanh form
 	ActGELUTanh = "gelu_pytorch_tanh" // same tanh form, fused in PyTorch
 	ActRELU     = "relu"
+	ActSILU     = "silu"  // x·sigmoid(x)
+	ActSwish    = "swish" // ACT2FN's other name for SiLU
 )
 
 // distilBertLayerNormEps is the epsilon DistilBERT hard-codes in every
@@ -110,7 +116,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT or ModelGTE
+	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT, ModelGTE or ModelNomicBERT
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -154,6 +160,9 @@ type Config struct {
 	// GTE is NewConfig's own part (model_type "new"; zero for every other
 	// family).
 	GTE GTEConfig
+	// Nomic is NomicBertConfig's own part (model_type "nomic_bert"; zero
+	// for every other family).
+	Nomic NomicConfig
 
 	// Labels are id2label in index order; their count is the classifier's
 	// output width. Used only by *ForSequenceClassification.
@@ -204,14 +213,19 @@ func (c *Config) OffsetsPositions() bool { return c.IsRoBERTa() || c.ModelType =
 // hasTypeTable reports whether the model has token type embeddings
 // (type_vocab_size): every family with BERT's keys but MPNet.
 func (c *Config) hasTypeTable() bool {
-	return c.hasBertKeys() && c.ModelType != ModelMPNet && c.ModelType != ModelModernBERT && (c.ModelType != ModelGTE || c.TypeVocabSize > 0)
+	return c.hasBertKeys() && c.ModelType != ModelMPNet && c.ModelType != ModelModernBERT && (!c.rotaryTypes() || c.TypeVocabSize > 0)
 }
 
 // HasTokenTypeIDs reports whether the model takes a token_type_ids input
 // (BERT and ELECTRA; the RoBERTa family and DistilBERT do not).
 func (c *Config) HasTokenTypeIDs() bool {
-	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA || c.ModelType == ModelGTE && c.TypeVocabSize > 0
+	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA || c.rotaryTypes() && c.TypeVocabSize > 0
 }
+
+// rotaryTypes reports whether the model is GTE or NomicBERT: rotary
+// positions, and a token type table only where type_vocab_size is
+// positive.
+func (c *Config) rotaryTypes() bool { return c.ModelType == ModelGTE || c.ModelType == ModelNomicBERT }
 
 // HeadSize is the per-head width of attention.
 func (c *Config) HeadSize() int { return c.HiddenSize / c.NumHeads }
@@ -266,6 +280,9 @@ func (c *Config) ParamPrefix() string {
 	if c.ModelType == ModelGTE {
 		return "new." // NewPreTrainedModel.base_model_prefix
 	}
+	if c.ModelType == ModelNomicBERT {
+		return "bert." // NomicBertForSequenceClassification.bert
+	}
 	return c.ModelType + "."
 }
 
@@ -317,6 +334,8 @@ type rawConfig struct {
 	LognAttentionScale bool     `json:"logn_attention_scale"`
 	LognAttentionClip1 bool     `json:"logn_attention_clip1"`
 	PackQKV            *bool    `json:"pack_qkv"`
+	// NomicBertConfig (GPT2Config) keys.
+	nomicRaw
 
 	// DistilBertConfig keys.
 	Dim        *int    `json:"dim"`
@@ -424,6 +443,10 @@ func ParseConfig(data []byte, path string) (Config, error) {
 		}
 	case ModelGTE:
 		if err := parseGTE(&cfg, raw, path); err != nil {
+			return Config{}, err
+		}
+	case ModelNomicBERT:
+		if err := parseNomic(&cfg, raw, path); err != nil {
 			return Config{}, err
 		}
 	case ModelDistilBERT:
@@ -568,7 +591,7 @@ func (c *Config) Validate() error {
 		{c.key("num_hidden_layers"), c.NumLayers, 1, maxLayers},
 		{c.key("num_attention_heads"), c.NumHeads, 1, maxDim},
 		{c.key("intermediate_size"), c.IntermediateSize, 1, maxDim},
-		{"max_position_embeddings", c.MaxPositions, 1, maxDim},
+		{c.key("max_position_embeddings"), c.MaxPositions, 1, maxDim},
 	}
 	if c.hasTypeTable() {
 		sizes = append(sizes, bounded{"type_vocab_size", c.TypeVocabSize, 1, maxDim})
@@ -598,10 +621,10 @@ func (c *Config) Validate() error {
 		return fail(c.key("num_attention_heads"), "hidden size %d is not a multiple of %d heads", c.HiddenSize, c.NumHeads)
 	}
 	switch c.HiddenAct {
-	case ActGELU, ActGELUNew, ActGELUTanh, ActRELU:
+	case ActGELU, ActGELUNew, ActGELUTanh, ActRELU, ActSILU, ActSwish:
 	default:
-		return compiler.BadInput(c.Source, c.key("hidden_act"), fmt.Errorf("%w: activation %q; supported: %s, %s, %s, %s",
-			compiler.ErrUnknownModel, c.HiddenAct, ActGELU, ActGELUNew, ActGELUTanh, ActRELU))
+		return compiler.BadInput(c.Source, c.key("hidden_act"), fmt.Errorf("%w: activation %q; supported: %s, %s, %s, %s, %s, %s",
+			compiler.ErrUnknownModel, c.HiddenAct, ActGELU, ActGELUNew, ActGELUTanh, ActRELU, ActSILU, ActSwish))
 	}
 	if c.ModelType == ModelModernBERT {
 		if err := c.validateModernBERT(fail); err != nil {
@@ -610,6 +633,11 @@ func (c *Config) Validate() error {
 	}
 	if c.ModelType == ModelGTE {
 		if err := c.validateGTE(fail); err != nil {
+			return err
+		}
+	}
+	if c.ModelType == ModelNomicBERT {
+		if err := c.validateNomic(fail); err != nil {
 			return err
 		}
 	}
@@ -643,6 +671,12 @@ var distilBertKeys = map[string]string{
 // modernBertKeys maps BertConfig key names to ModernBertConfig's.
 var modernBertKeys = map[string]string{"hidden_act": "hidden_activation", "layer_norm_eps": "norm_eps"}
 
+// nomicKeys maps BertConfig key names to NomicBertConfig's (GPT2Config's).
+var nomicKeys = map[string]string{
+	"hidden_size": "n_embd", "num_hidden_layers": "n_layer", "num_attention_heads": "n_head", "intermediate_size": "n_inner",
+	"hidden_act": "activation_function", "layer_norm_eps": "layer_norm_epsilon", "max_position_embeddings": "n_positions",
+}
+
 // key is the config.json key that holds the field BERT calls bertKey, so
 // errors name what the user sees in the file.
 func (c *Config) key(bertKey string) string {
@@ -650,6 +684,9 @@ func (c *Config) key(bertKey string) string {
 		return k
 	}
 	if k, ok := modernBertKeys[bertKey]; ok && c.ModelType == ModelModernBERT {
+		return k
+	}
+	if k, ok := nomicKeys[bertKey]; ok && c.ModelType == ModelNomicBERT {
 		return k
 	}
 	return bertKey
@@ -664,6 +701,9 @@ func (c *Config) parameterCount() int64 {
 	}
 	if c.ModelType == ModelGTE {
 		return c.gteParameters()
+	}
+	if c.ModelType == ModelNomicBERT {
+		return c.nomicParameters()
 	}
 	if c.IsJina() {
 		// Word and type tables and their norm; per layer Q, K, V and the

@@ -150,6 +150,8 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildModernBERT(b, prefix)
 	case ModelGTE:
 		buildGTE(b, prefix)
+	case ModelNomicBERT:
+		buildNomicBERT(b, prefix)
 	}
 	if b.err != nil {
 		return nil, b.err

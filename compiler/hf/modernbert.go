@@ -204,6 +204,8 @@ func (b *builder) activationNamed(x, scope, name string) string {
 		return b.Op("Relu", scope+"/Relu", x)
 	case ActGELUNew, ActGELUTanh:
 		return b.GeluTanh(x, scope)
+	case ActSILU, ActSwish:
+		return b.Silu(x, scope)
 	default:
 		return b.GeluErf(x, scope)
 	}

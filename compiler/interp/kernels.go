@@ -56,7 +56,7 @@ func sqcKernel(op string, fn kernelFunc) kernelSpec {
 
 // genericAliases name the runtime/ops kernel an sqc op of the same
 // meaning runs on.
-var genericAliases = map[string]string{"sqc.Gelu": "Gelu", "sqc.Linear": "Linear"}
+var genericAliases = map[string]string{"sqc.Gelu": "Gelu", "sqc.Silu": "Silu", "sqc.Linear": "Linear"}
 
 // kernelFor returns op's kernel: its sqc kernel, or the generic one.
 func kernelFor(op string) (kernelSpec, bool) {

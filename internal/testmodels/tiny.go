@@ -89,6 +89,26 @@ const (
 // TinyGTEModels lists the tiny GTE models.
 var TinyGTEModels = []string{TinyGTEBase, TinyGTETypes, TinyGTECls}
 
+// Tiny NomicBERT models (gen/make_nomic.py): nomic-ai/nomic-bert-2048's
+// NomicBertModel (model_type "nomic_bert"), post-norm blocks with rotary
+// position embeddings and, in two of them, a gated feed-forward.
+const (
+	// nomic-embed-text-v1.5's form: SwiGLU (fc11 · silu(fc12)), no biases,
+	// two token types, rotary base 1000, vocab_size padded to 64's
+	// multiple; 3 layers, opset 14.
+	TinyNomicBase = "nomic-base-swiglu"
+	// NomicBertForSequenceClassification: the erf GEGLU with n_inner 200
+	// (rounded to 256), every bias, 3 labels, 2 layers, opset 17.
+	TinyNomicCls = "nomic-cls-geglu"
+	// The ungated fc1, GELU, fc2 (activation_function gelu_new, which the
+	// hub code computes as the erf GELU), no token types, 2 layers,
+	// opset 14.
+	TinyNomicGelu = "nomic-base-gelunew"
+)
+
+// TinyNomicModels lists the tiny NomicBERT models.
+var TinyNomicModels = []string{TinyNomicBase, TinyNomicCls, TinyNomicGelu}
+
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean
 // pooling by the attention mask (the count clamped, Clip) and Normalize
@@ -102,7 +122,7 @@ var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
-	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls}
+	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls, TinyNomicBase, TinyNomicCls, TinyNomicGelu}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"github.com/sqc-dev/sqc/internal/expf"
 	"github.com/sqc-dev/sqc/internal/gelu"
 	"github.com/sqc-dev/sqc/runtime/pool"
 	"github.com/sqc-dev/sqc/runtime/qgemm"
@@ -51,6 +52,15 @@ func Relu(dst, src []float32) {
 	}
 }
 
+// Silu sets dst[i] = x·sigmoid(x) of src[i] (internal/expf.Silu), the bits
+// a GEMM epilogue with ActSilu gives.
+func Silu(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = expf.Silu(x)
+	}
+}
+
 // Add sets dst[i] = a[i] + b[i mod len(b)]: a plain elementwise sum when
 // len(b) == len(a), and b broadcast over a's leading dimensions when b's
 // shape is a suffix of a's (a position embedding [1, seq, hidden] added to
@@ -84,9 +94,10 @@ var mulCalls = newRowsRecycler[addArgs]()
 
 func mulRange(a *addArgs, i0, i1 int) { Mul(a.dst[i0:i1], a.a[i0:i1], a.b[i0:i1]) }
 
-// GeluParallel, GeluTanhParallel, TanhSliceParallel, ReluParallel and
-// AddParallel are Gelu, GeluTanh, TanhSlice, Relu and Add with the elements spread over p's workers (nil:
-// the caller's goroutine); the bits are the serial functions'.
+// GeluParallel, GeluTanhParallel, TanhSliceParallel, ReluParallel,
+// SiluParallel and AddParallel are Gelu, GeluTanh, TanhSlice, Relu, Silu
+// and Add with the elements spread over p's workers (nil: the caller's
+// goroutine); the bits are the serial functions'.
 func GeluParallel(p *pool.Pool, dst, src []float32) {
 	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: Gelu}, unaryRange)
 }
@@ -101,6 +112,10 @@ func TanhSliceParallel(p *pool.Pool, dst, src []float32) {
 
 func ReluParallel(p *pool.Pool, dst, src []float32) {
 	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: Relu}, unaryRange)
+}
+
+func SiluParallel(p *pool.Pool, dst, src []float32) {
+	forRows(unaryCalls, p, len(src), 1, unaryArgs{dst: dst, src: src, f: Silu}, unaryRange)
 }
 
 func AddParallel(p *pool.Pool, dst, a, b []float32) {

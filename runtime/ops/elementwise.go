@@ -158,6 +158,10 @@ func floatUnary(f func(float64) float64) kernelFunc {
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
+// silu is x·sigmoid(x) (PyTorch's silu, sqc.Silu), written x / (1 + e^-x)
+// as PyTorch computes it: NaN at -Inf.
+func silu(x float64) float64 { return x / (1 + math.Exp(-x)) }
+
 // geluErf is the exact GELU, 0.5*x*(1+erf(x/sqrt(2))), as BERT uses it.
 func geluErf(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
 

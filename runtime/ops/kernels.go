@@ -62,6 +62,7 @@ var kernels = map[string]kernelSpec{
 	"Sin":     {floatUnary(math.Sin), 1, 1, 1},
 	"Cos":     {floatUnary(math.Cos), 1, 1, 1},
 	"Sigmoid": {floatUnary(sigmoid), 1, 1, 1},
+	"Silu":    {floatUnary(silu), 1, 1, 1},
 	"Gelu":    {gelu, 1, 1, 1},
 	"Relu":    {relu, 1, 1, 1},
 	"Neg":     {neg, 1, 1, 1},
@@ -102,6 +103,7 @@ var kernels = map[string]kernelSpec{
 	"Constant":        {constant, 0, 0, 1},
 	"ConstantOfShape": {constantOfShape, 1, 1, 1},
 	"Range":           {rangeOp, 3, 3, 1},
+	"Einsum":          {einsum, 2, 2, 1},
 	"CumSum":          {cumSum, 2, 2, 1},
 
 	"DynamicQuantizeLinear": {dynamicQuantizeLinear, 1, 1, 3},
