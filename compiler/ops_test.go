@@ -198,6 +198,8 @@ func TestShapeRules(t *testing.T) {
 		{"QuantizeLinear", 14, x + "init %s: f32[] = [0.5]\ninit %z: i8[] = [3]\n%y = QuantizeLinear(%x, %s, %z)", "i8[batch, sequence, 8]"},
 		{"QuantizeLinear u8", 14, x + "init %s: f32[] = [0.5]\n%y = QuantizeLinear(%x, %s)", "u8[batch, sequence, 8]"},
 		{"sqc.Gelu", 14, x + "%y = sqc.Gelu(%x)", "f32[batch, sequence, 8]"},
+		{"sqc.Silu", 14, x + "%y = sqc.Silu(%x)", "f32[batch, sequence, 8]"},
+		{"Einsum outer", 14, "input %p: f32[sequence]\ninput %f: f32[4]\n%y = Einsum(%p, %f) {equation=\"i, j -> ij\"}", "f32[sequence, 4]"},
 		{"sqc.Linear", 14, x + "input %w: f32[8, 3]\ninput %b: f32[3]\n%y = sqc.Linear(%x, %w, %b)", "f32[batch, sequence, 3]"},
 		{"sqc.Linear no bias", 14, x + "input %w: f32[8, 3]\n%y = sqc.Linear(%x, %w)", "f32[batch, sequence, 3]"},
 		{"unknown rank flows", 14, "input %a: f32[*]\n%y = Relu(%a)", "f32[*]"},
@@ -248,6 +250,7 @@ func TestShapeRuleErrors(t *testing.T) {
 		{"declared conflicts", "input %a: f32[batch, 3]\n%y: f32[batch, 4] = Relu(%a)", ErrShapeMismatch},
 		{"dtype rule", "input %a: f32[3]\ninput %b: i64[3]\n%y = Add(%a, %b)", ErrDTypeMismatch},
 		{"unknown op", "input %a: f32[3]\n%y = Frobnicate(%a)", ErrUnsupportedOp},
+		{"Einsum of a matrix", "input %a: f32[3, 2]\ninput %b: f32[4]\n%y = Einsum(%a, %b) {equation=\"i,j->ij\"}", ErrShapeMismatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

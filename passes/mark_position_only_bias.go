@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/ops"
 )
 
 // MarkPositionOnlyBias sets bias_by_position = 1 on every sqc.Attention
@@ -48,9 +49,19 @@ import (
 //     [1, heads, N, N] cut to the sequence length): the shorter slice is
 //     the longer one's corner.
 //
-// Anything else (a Reshape, any other Slice, a reduction, a graph input) proves
-// nothing, and the attention stays unmarked: such a schedule runs its
-// batches padded, and sqc inspect says why.
+//   - Einsum's outer product of proved vectors (torch.outer of positions
+//     and inverse frequencies: NomicBERT's rotary cache): out[i][j] reads
+//     a[i] and b[j] only.
+//
+//   - Reshape of a proved value that keeps every dim up to and including
+//     the last sequence dim (the same dims, by inferred shape) and
+//     regroups only static dims after it (einops' repeat of NomicBERT's
+//     tables: [seq, 1, 2, d/2] to [seq, 1, d]): each leading index keeps
+//     its block of elements, in order.
+//
+// Anything else (any other Reshape or Slice, a reduction, a graph input)
+// proves nothing, and the attention stays unmarked: such a schedule runs
+// its batches padded, and sqc inspect says why.
 //
 // It likewise sets tables_by_position = 1 on every sqc.Rotary whose cos
 // and sin tables, [1, seq, d], it proves position-only: a packed batch
@@ -181,8 +192,49 @@ func (p *positionProof) prove(name string) bool {
 		return ix.constant(n.Inputs[1]) != nil && p.value(n.Inputs[0]) && broadcastsSame(valueInfo(ix.g, n.Inputs[0]), out.Shape)
 	case "Slice":
 		return fixedStartSlice(ix, n) && p.value(n.Inputs[0])
+	case "Einsum":
+		return ops.EinsumOuter(n.AttrString("equation", "")) && p.value(n.Inputs[0]) && p.value(n.Inputs[1])
+	case "Reshape":
+		return p.keepsLeadingDims(valueInfo(ix.g, n.Inputs[0]), out.Shape) && p.value(n.Inputs[0])
 	}
 	return false
+}
+
+// keepsLeadingDims reports whether a Reshape of in to out keeps in's dims
+// up to and including its last sequence dim (out has them, the same, in
+// the same places) and regroups only static dims after them, the same
+// number of elements.
+func (p *positionProof) keepsLeadingDims(in *compiler.Value, out compiler.Shape) bool {
+	if in == nil || !p.dimsOK(in.Shape) {
+		return false
+	}
+	last := -1
+	for i, d := range in.Shape {
+		if d.Param == p.seq {
+			last = i
+		}
+	}
+	if last < 0 || len(out) <= last {
+		return false
+	}
+	for i := range last + 1 {
+		if !sameDim(in.Shape[i], out[i]) {
+			return false
+		}
+	}
+	tail := func(s compiler.Shape) (int64, bool) {
+		n := int64(1)
+		for _, d := range s[last+1:] {
+			if !d.Known() {
+				return 0, false
+			}
+			n *= d.Size
+		}
+		return n, true
+	}
+	a, okA := tail(in.Shape)
+	b, okB := tail(out)
+	return okA && okB && a == b
 }
 
 // fixedStartSlice reports whether a Slice starts every axis it slices at

@@ -125,6 +125,24 @@ func TestMarkPositionOnlyBias(t *testing.T) {
 		// length.
 		{"keys from the end", `
   %rpos: i64[seq] = Range(%len, %zero, %minus_one)` + strings.Replace(relativeBias, "Unsqueeze(%pos, %ax0)", "Unsqueeze(%rpos, %ax0)", 1), false},
+		// NomicBERT's rotary cache: an outer product of positions.
+		{"outer product", outerBias(""), true},
+		// The same regrouped by a Reshape after the last sequence dim, to
+		// a shape the exporter computes from Shape ops.
+		{"outer product regrouped", outerBias(`
+  %o3: f32[seq, seq, 1] = Unsqueeze(%outer, %ax2)
+  %len1: i64[1] = Unsqueeze(%len, %ax0)
+  %sq: i64[2] = Concat(%len1, %len1) {axis=0}
+  %outer2: f32[seq, seq] = Reshape(%o3, %sq)`), true},
+		// A Reshape that moves the heads past a sequence dim scrambles the
+		// positions at every length but one.
+		{"reshape across a sequence dim", outerBias("") + `
+  %len1: i64[1] = Unsqueeze(%len, %ax0)
+  init %two: i64[1] = [2]
+  %mixed_shape: i64[3] = Concat(%len1, %two, %len1) {axis=0}
+  %mixed: f32[seq, 2, seq] = Reshape(%by_head, %mixed_shape)
+  %back: f32[2, seq, seq] = Transpose(%mixed) {perm=[1, 0, 2]}
+  %bias2: f32[1, 2, seq, seq] = Unsqueeze(%back, %ax0)`, false},
 		// A key's weight read from the queries themselves.
 		{"data", relativeBias + `
   %qk: f32[batch, seq] = ReduceMean(%q) {axes=[2], keepdims=0}
@@ -152,6 +170,22 @@ func TestMarkPositionOnlyBias(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outerBias is a bias from torch.outer of the positions (Einsum), per
+// head; regroup, if any, ends in %outer2 [seq, seq] computed from %outer.
+func outerBias(regroup string) string {
+	outer := "%outer"
+	if regroup != "" {
+		outer = "%outer2"
+	}
+	return `
+  init %ax2: i64[1] = [2]
+  %pos: i64[seq] = Range(%zero, %len, %one)
+  %posf: f32[seq] = Cast(%pos) {to=1}
+  %outer: f32[seq, seq] = Einsum(%posf, %posf) {equation="i,j->ij"}` + regroup + `
+  %by_head: f32[2, seq, seq] = Mul(%slopes, ` + outer + `)
+  %bias: f32[1, 2, seq, seq] = Unsqueeze(%by_head, %ax0)`
 }
 
 // biasIsCorner runs g at lengths short and long (batch 2 of random

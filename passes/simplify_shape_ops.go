@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"math"
 	"slices"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -40,6 +41,12 @@ import (
 //     stack((q, k, v), dim=2) read back as qkv[:, :, i]) gives the
 //     stacked value itself. It becomes Identity(x) where in_i is
 //     Unsqueeze(x) at that axis, else Squeeze(in_i, axis).
+//   - A float Range(start, Cast(n), delta) with start and delta constant
+//     integers and n an int64 scalar (torch.arange(seq, dtype=float32):
+//     NomicBERT's rotary positions) becomes Cast(Range(start, n, delta))
+//     of int64 constants: the same values (integers below 2^24 are exact
+//     in float32), and shape inference gives the integer Range its length
+//     symbol, which MarkPositionOnlyBias needs.
 //
 // Proof is by dims that are the same known size or the same symbol
 // (sameDim); a dim inference leaves unknown proves nothing, and the node
@@ -49,6 +56,7 @@ var SimplifyShapeOps = Pass{Name: "SimplifyShapeOps", Run: simplifyShapeOps}
 func simplifyShapeOps(g *compiler.Graph) (bool, error) {
 	ix := newIndex(g)
 	repl := map[*compiler.Node]*compiler.Node{}
+	many := map[*compiler.Node][]*compiler.Node{}
 	for _, n := range g.Nodes {
 		switch n.Op {
 		case "Reshape":
@@ -74,10 +82,19 @@ func simplifyShapeOps(g *compiler.Graph) (bool, error) {
 			if r, ok := stackedOperand(g, ix, n); ok {
 				repl[n] = r
 			}
+		case "Range":
+			if nodes, ok := integerRange(g, ix, n); ok {
+				many[n] = nodes
+			}
 		}
 	}
 	replaceNodes(g, repl)
-	return len(repl) > 0, nil
+	// Last: replaceByMany infers shapes, which needs repl's nodes (whose
+	// values' shapes are set above) in place.
+	if _, err := replaceByMany(g, many); err != nil {
+		return false, err
+	}
+	return len(repl)+len(many) > 0, nil
 }
 
 // matchReshapedSwap matches the outer Reshape of Reshape(Transpose<0,2,1>(
@@ -260,4 +277,43 @@ func stackedOperand(g *compiler.Graph, ix *index, n *compiler.Node) (*compiler.N
 	nm := g.Namer()
 	return &compiler.Node{Name: n.Name, Op: "Squeeze", Inputs: []string{in, intsConst(g, nm, n.Name+"/axis", axis)}, Outputs: []string{n.Outputs[0]},
 		Attrs: map[string]compiler.Attr{}}, true
+}
+
+// integerRange returns the Range and Cast that compute float Range node n
+// on int64 (see SimplifyShapeOps), and false when n is not of that form.
+func integerRange(g *compiler.Graph, ix *index, n *compiler.Node) ([]*compiler.Node, bool) {
+	out := valueInfo(g, n.Outputs[0])
+	if out == nil || out.DType != compiler.Float32 && out.DType != compiler.Float64 {
+		return nil, false
+	}
+	whole := func(name string) (int64, bool) {
+		v, ok := ix.scalar(name)
+		if !ok || v != math.Trunc(v) || math.Abs(v) >= 1<<24 {
+			return 0, false
+		}
+		return int64(v), true
+	}
+	start, okS := whole(n.Inputs[0])
+	delta, okD := whole(n.Inputs[2])
+	cast := ix.producedBy(n.Inputs[1], "Cast")
+	if !okS || !okD || delta == 0 || cast == nil {
+		return nil, false
+	}
+	if v := valueInfo(g, cast.Inputs[0]); v == nil || v.DType != compiler.Int64 || len(v.Shape) != 0 {
+		return nil, false
+	}
+	nm := g.Namer()
+	scalar := func(stem string, v int64) string {
+		name := nm.Fresh(stem)
+		t := compiler.NewTensor(compiler.Int64)
+		t.I64[0] = v
+		g.Initializers[name] = t
+		return name
+	}
+	r := &compiler.Node{Name: n.Name + "/int64", Op: "Range",
+		Inputs:  []string{scalar(n.Name+"/start", start), cast.Inputs[0], scalar(n.Name+"/delta", delta)},
+		Outputs: []string{nm.Fresh(n.Name + "/int64")}}
+	c := &compiler.Node{Name: n.Name, Op: "Cast", Inputs: []string{r.Outputs[0]}, Outputs: []string{n.Outputs[0]},
+		Attrs: map[string]compiler.Attr{"to": compiler.IntAttr(out.DType.ONNX())}}
+	return []*compiler.Node{r, c}, true
 }

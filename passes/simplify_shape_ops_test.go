@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -185,4 +186,103 @@ func TestSimplifyShapeOfActivation(t *testing.T) {
 			t.Errorf("%s: Shape reads %q, want h", c.name, got)
 		}
 	}
+}
+
+// TestSimplifyStackedRotary: NomicBERT's rotary tail on x [batch, seq, 3,
+// 2, 4], written as the hub code's torch ops export it: q and k
+// concatenated with their empty x[..., 4:] tails, stacked with v
+// (Unsqueeze + Concat on axis 2) and read back by Gather. The empty tails
+// and the stack go (the Gathers become the stacked values themselves),
+// with the same values; a Gather on another axis stays.
+func TestSimplifyStackedRotary(t *testing.T) {
+	src := func(gatherAxis int) string {
+		return `graph "stack" opset 14 {
+  input %x: f32[batch, seq, 3, 2, 4]
+  init %i0: i64[] = [0]
+  init %i1: i64[] = [1]
+  init %i2: i64[] = [2]
+  init %ax2: i64[1] = [2]
+  init %start4: i64[1] = [4]
+  init %end: i64[1] = [9223372036854775807]
+  init %ax3: i64[1] = [3]
+  %q: f32[batch, seq, 2, 4] = Gather(%x, %i0) {axis=2}
+  %k: f32[batch, seq, 2, 4] = Gather(%x, %i1) {axis=2}
+  %v: f32[batch, seq, 2, 4] = Gather(%x, %i2) {axis=2}
+  %qn: f32[batch, seq, 2, 4] = Neg(%q)
+  %kn: f32[batch, seq, 2, 4] = Neg(%k)
+  %qt: f32[batch, seq, 2, 0] = Slice(%q, %start4, %end, %ax3)
+  %kt: f32[batch, seq, 2, 0] = Slice(%k, %start4, %end, %ax3)
+  %qr: f32[batch, seq, 2, 4] = Concat(%qn, %qt) {axis=-1}
+  %kr: f32[batch, seq, 2, 4] = Concat(%kn, %kt) {axis=-1}
+  %q1: f32[batch, seq, 1, 2, 4] = Unsqueeze(%qr, %ax2)
+  %k1: f32[batch, seq, 1, 2, 4] = Unsqueeze(%kr, %ax2)
+  %v1: f32[batch, seq, 1, 2, 4] = Unsqueeze(%v, %ax2)
+  %stack: f32[batch, seq, 3, 2, 4] = Concat(%q1, %k1, %v1) {axis=2}
+  %y0 = Gather(%stack, %i0) {axis=` + fmt.Sprint(gatherAxis) + `}
+  %y2 = Gather(%stack, %i2) {axis=` + fmt.Sprint(gatherAxis) + `}
+  output %y0: f32[*]
+  output %y2: f32[*]
+}`
+	}
+	in := map[string]*compiler.Tensor{"x": randomF32(5, 2, 3, 3, 2, 4)}
+	g := parseGraph(t, src(2))
+	after := applyPass(t, g, SimplifyShapeOps, EliminateDeadNodes)
+	wantOps(t, after, map[string]int{"Gather": 2, "Neg": 1}) // k is read by no output
+	wantEquivalent(t, g, after, in, 0)
+
+	for name, s := range map[string]string{"gather on another axis": src(-1)} {
+		g := parseGraph(t, s)
+		after := applyPass(t, g, SimplifyShapeOps, EliminateDeadNodes)
+		if OpHistogram(after)["Concat"] != 1 {
+			t.Errorf("%s: the stack went:\n%s", name, after.Text())
+		}
+	}
+}
+
+// TestSimplifyFloatRange: torch.arange(seq, dtype=float32), Range(0.0,
+// Cast(len), 1.0), becomes Cast(Range(0, len, 1)) on int64, whose length
+// shape inference knows: the same values. A fractional delta stays.
+func TestSimplifyFloatRange(t *testing.T) {
+	src := func(delta string) string {
+		return `graph "arange" opset 14 {
+  input %ids: i64[batch, seq]
+  init %i1: i64[] = [1]
+  init %f0: f32[] = [0]
+  init %delta: f32[] = [` + delta + `]
+  %shape: i64[2] = Shape(%ids)
+  %len: i64[] = Gather(%shape, %i1) {axis=0}
+  %lenf: f32[] = Cast(%len) {to=1}
+  %pos = Range(%f0, %lenf, %delta)
+  output %pos: f32[*]
+}`
+	}
+	ids := compiler.NewTensor(compiler.Int64, 2, 7)
+	g := parseGraph(t, src("1"))
+	after := applyPass(t, g, SimplifyShapeOps, EliminateDeadNodes)
+	if v := valueInfo(after, "pos"); v == nil || len(v.Shape) != 1 || v.Shape[0].Param != "seq" {
+		t.Errorf("positions %v, want f32[seq]", v)
+	}
+	wantEquivalent(t, g, after, map[string]*compiler.Tensor{"ids": ids}, 0)
+	if h := OpHistogram(applyPass(t, parseGraph(t, src("0.5")), SimplifyShapeOps)); h["Cast"] != 1 {
+		t.Errorf("a range of step 0.5 was rewritten: %s", histogramString(h))
+	}
+}
+
+// TestSimplifyConcatKeepsNonEmpty: only operands of static extent 0 leave
+// a Concat; one of extent 1 is data.
+func TestSimplifyConcatKeepsNonEmpty(t *testing.T) {
+	g := parseGraph(t, `graph "concat" opset 14 {
+  input %a: f32[batch, 1]
+  input %b: f32[batch, 3]
+  input %e: f32[batch, 0]
+  %y = Concat(%a, %e, %b) {axis=-1}
+  output %y: f32[batch, 4]
+}`)
+	after := applyPass(t, g, SimplifyShapeOps)
+	for _, n := range after.Nodes {
+		if n.Op == "Concat" && len(n.Inputs) != 2 {
+			t.Errorf("Concat of %v, want a and b", n.Inputs)
+		}
+	}
+	wantEquivalent(t, g, after, map[string]*compiler.Tensor{"a": randomF32(1, 2, 1), "b": randomF32(2, 2, 3), "e": compiler.NewTensor(compiler.Float32, 2, 0)}, 0)
 }

@@ -106,7 +106,7 @@ func sameRealTokens(t *testing.T, what string, exs []testmodels.Example, got, wa
 	}
 }
 
-// TestPackedRoBERTaMatchesAlone: the RoBERTa, XLM-R, MPNet, ModernBERT and JinaBERT tiny models, from
+// TestPackedRoBERTaMatchesAlone: the RoBERTa, XLM-R, MPNet, ModernBERT, JinaBERT, GTE and NomicBERT tiny models, from
 // the HF folder and the ONNX export, FP32 and INT8, lower to a packed
 // schedule; a mixed batch runs packed and each sequence gets the bits of
 // the padded run (padded with the padding id or with another) and of its
@@ -115,7 +115,8 @@ func TestPackedRoBERTaMatchesAlone(t *testing.T) {
 	vs := endVariants()
 	for _, name := range []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase,
 		testmodels.TinyMPNetCls, testmodels.TinyMPNetBase, testmodels.TinyModernBertCls, testmodels.TinyModernBertBase,
-		testmodels.TinyJinaBertBase, testmodels.TinyJinaBertCls, testmodels.TinyJinaBertCode, testmodels.TinyGTEBase, testmodels.TinyGTETypes, testmodels.TinyGTECls} {
+		testmodels.TinyJinaBertBase, testmodels.TinyJinaBertCls, testmodels.TinyJinaBertCode, testmodels.TinyGTEBase, testmodels.TinyGTETypes, testmodels.TinyGTECls,
+		testmodels.TinyNomicBase, testmodels.TinyNomicCls, testmodels.TinyNomicGelu} {
 		dir := testmodels.TinyDir(t, name)
 		cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
 		if err != nil {

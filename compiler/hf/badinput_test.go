@@ -202,10 +202,10 @@ func TestBadInput(t *testing.T) {
 		{
 			name: "unsupported activation",
 			break_: func(t *testing.T, m *tinyModel) files {
-				m.config["hidden_act"] = "swish"
+				m.config["hidden_act"] = "mish"
 				return files{m.configJSON(t), m.safetensorsBytes(t)}
 			},
-			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"swish", "gelu"},
+			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"mish", "gelu", "silu"},
 		},
 		{
 			name: "id2label with a gap",

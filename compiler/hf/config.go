@@ -620,11 +620,8 @@ func (c *Config) Validate() error {
 	if c.HiddenSize%c.NumHeads != 0 {
 		return fail(c.key("num_attention_heads"), "hidden size %d is not a multiple of %d heads", c.HiddenSize, c.NumHeads)
 	}
-	switch c.HiddenAct {
-	case ActGELU, ActGELUNew, ActGELUTanh, ActRELU, ActSILU, ActSwish:
-	default:
-		return compiler.BadInput(c.Source, c.key("hidden_act"), fmt.Errorf("%w: activation %q; supported: %s, %s, %s, %s, %s, %s",
-			compiler.ErrUnknownModel, c.HiddenAct, ActGELU, ActGELUNew, ActGELUTanh, ActRELU, ActSILU, ActSwish))
+	if err := c.checkActivation(c.key("hidden_act"), c.HiddenAct); err != nil {
+		return err
 	}
 	if c.ModelType == ModelModernBERT {
 		if err := c.validateModernBERT(fail); err != nil {
@@ -657,6 +654,19 @@ func (c *Config) Validate() error {
 		return fail("", "%d parameters is more than the %d sqc accepts", n, int64(maxParameters))
 	}
 	return nil
+}
+
+// activations are the ACT2FN names the builders compute (activationNamed).
+var activations = []string{ActGELU, ActGELUNew, ActGELUTanh, ActRELU, ActSILU, ActSwish}
+
+// checkActivation refuses an activation name the builders do not compute,
+// naming the config.json key that holds it.
+func (c *Config) checkActivation(key, name string) error {
+	if slices.Contains(activations, name) {
+		return nil
+	}
+	return compiler.BadInput(c.Source, key, fmt.Errorf("%w: activation %q; supported: %s",
+		compiler.ErrUnknownModel, name, strings.Join(activations, ", ")))
 }
 
 // distilBertKeys maps BertConfig key names to DistilBertConfig's.

@@ -171,8 +171,8 @@ func TestModernBERTConfig(t *testing.T) {
 		{`, "layer_types": ["full_attention", "chunked", "full_attention", "full_attention"]`, "layer_types[1]"},
 		{`, "hidden_size": 96, "num_attention_heads": 32`, "num_attention_heads"},
 		{`, "classifier_pooling": "max"`, "classifier_pooling"},
-		{`, "classifier_activation": "silu"`, "classifier_activation"},
-		{`, "hidden_activation": "silu"`, "hidden_activation"},
+		{`, "classifier_activation": "mish"`, "classifier_activation"},
+		{`, "hidden_activation": "mish"`, "hidden_activation"},
 		{`, "local_rope_theta": 0.5`, "local_rope_theta"},
 	} {
 		_, err := parse(bad.extra)

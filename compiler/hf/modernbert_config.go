@@ -125,11 +125,8 @@ func (c *Config) validateModernBERT(fail func(object, format string, args ...any
 	if len(m.Sliding) != c.NumLayers {
 		return fail("layer_types", "%d layer types for %d layers", len(m.Sliding), c.NumLayers)
 	}
-	switch m.ClassifierActivation {
-	case ActGELU, ActGELUNew, ActGELUTanh, ActRELU:
-	default:
-		return compiler.BadInput(c.Source, "classifier_activation", fmt.Errorf("%w: activation %q; supported: %s, %s, %s, %s",
-			compiler.ErrUnknownModel, m.ClassifierActivation, ActGELU, ActGELUNew, ActGELUTanh, ActRELU))
+	if err := c.checkActivation("classifier_activation", m.ClassifierActivation); err != nil {
+		return err
 	}
 	if p := m.ClassifierPooling; p != "cls" && p != "mean" {
 		return fail("classifier_pooling", "%q (want cls or mean)", p)
