@@ -59,6 +59,15 @@ var presets = map[string]Config{
 		VocabSize: gteVocab, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
 		MaxPositions: 8192, HiddenAct: ActGELU, LayerNormEps: 1e-12, GTE: GTEConfig{RopeTheta: 500000, NTKFactor: 2},
 	},
+	// nomic-ai/nomic-embed-text-v1.5 (v1's shape too): rotary (base 1000),
+	// SwiGLU, no biases but the norms', two token types; NomicBertModel
+	// only (an embedder).
+	"nomic-v1.5": {
+		ModelType: ModelNomicBERT, Architecture: ArchNomicBertModel,
+		VocabSize: 30528, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 8192, TypeVocabSize: 2, HiddenAct: ActSILU, LayerNormEps: 1e-12,
+		Nomic: NomicConfig{ActivationFunction: nomicSwiGLU, RotaryBase: 1000},
+	},
 }
 
 // modernBertPreset is ModernBertConfig's defaults at a size: every third

@@ -339,7 +339,8 @@ func BenchmarkEpilogue(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		flags int
-	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | withAct(ActGelu)}, {"bias-gelu-u8", epiColSum | epiBias | withAct(ActGelu) | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | withAct(ActGelu)}, {"relu-f32", epiColSum | withAct(ActRelu)}, {"bias-relu-u8", epiColSum | epiBias | withAct(ActRelu) | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | withAct(ActRelu)}, {"bias-gelutanh-u8", epiColSum | epiBias | withAct(ActGeluTanh) | epiU8}, {"bias-gelu_u8-u8", epiColSum | epiBias | withAct(ActGeluU8) | epiU8}} {
+	}{{"f32", epiColSum}, {"u8", epiColSum | epiU8}, {"gelu-f32", epiColSum | withAct(ActGelu)}, {"bias-gelu-u8", epiColSum | epiBias | withAct(ActGelu) | epiU8}, {"row-bias-f32", epiColSum | epiRow | epiBias}, {"row-bias-gelu-f32", epiColSum | epiRow | epiBias | withAct(ActGelu)}, {"relu-f32", epiColSum | withAct(ActRelu)}, {"bias-relu-u8", epiColSum | epiBias | withAct(ActRelu) | epiU8}, {"row-bias-relu-f32", epiColSum | epiRow | epiBias | withAct(ActRelu)}, {"bias-gelutanh-u8", epiColSum | epiBias | withAct(ActGeluTanh) | epiU8}, {"bias-gelu_u8-u8", epiColSum | epiBias | withAct(ActGeluU8) | epiU8},
+		{"silu-mulres-u8", epiColSum | withAct(ActSilu) | epiResidual | epiResidualMul | epiU8}, {"gelu-mulres-u8", epiColSum | withAct(ActGelu) | epiResidual | epiResidualMul | epiU8}} {
 		for _, impl := range []struct {
 			name string
 			f    EpilogueFunc
