@@ -105,10 +105,3 @@ func (g *gen) minConst(x reg.GPVirtual, c int) reg.GPVirtual {
 	g.CMOVQLT(x, w)
 	return w
 }
-
-// forEach runs f for i in [0, n).
-func forEach(n int, f func(i int)) {
-	for i := range n {
-		f(i)
-	}
-}
