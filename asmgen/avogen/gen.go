@@ -65,3 +65,30 @@ func (g *Gen) ZeroVec(z reg.VecVirtual) {
 		Inputs: []operand.Op{z, z}, Outputs: []operand.Op{z}, CancellingInputs: true,
 	})
 }
+
+// Interleaved emits the same step on n independent chunks, one step at
+// a time for all of them, so that their dependency chains overlap (the
+// form of asmgen/geluavo's and asmgen/expavo's vector functions).
+type Interleaved struct {
+	ctx *build.Context
+	n   int
+}
+
+// Interleave returns the interleaver of n chunks emitting into ctx.
+func Interleave(ctx *build.Context, n int) Interleaved { return Interleaved{ctx, n} }
+
+// ZMMs returns n new zmm registers, one per chunk.
+func (c Interleaved) ZMMs() []reg.VecVirtual {
+	v := make([]reg.VecVirtual, c.n)
+	for i := range v {
+		v[i] = c.ctx.ZMM()
+	}
+	return v
+}
+
+// Each runs f for every chunk i in order.
+func (c Interleaved) Each(f func(i int)) {
+	for i := range c.n {
+		f(i)
+	}
+}

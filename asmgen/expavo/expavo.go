@@ -14,6 +14,7 @@ import (
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
+	"github.com/sqc-dev/sqc/asmgen/avogen"
 	"github.com/sqc-dev/sqc/internal/expf"
 )
 
@@ -82,20 +83,9 @@ const (
 // returns its second source then), and so does every later step, so a
 // NaN lane gives x's own bits, as Exp's return x does.
 func ZMM(ctx *build.Context, c Consts, xs []reg.VecVirtual, lo reg.VecVirtual) []reg.VecVirtual {
-	n := len(xs)
-	vecs := func() []reg.VecVirtual {
-		v := make([]reg.VecVirtual, n)
-		for i := range v {
-			v[i] = ctx.ZMM()
-		}
-		return v
-	}
-	each := func(f func(i int)) {
-		for i := range n {
-			f(i)
-		}
-	}
-	keep := make([]reg.OpmaskVirtual, n)
+	chunks := avogen.Interleave(ctx, len(xs))
+	vecs, each := chunks.ZMMs, chunks.Each
+	keep := make([]reg.OpmaskVirtual, len(xs))
 	each(func(i int) {
 		keep[i] = ctx.K()
 		ctx.VCMPPS_BCST(operand.U8(cmpNLTUQ), c.F32(expf.Min), xs[i], keep[i]) // !(x < Min): x >= Min or NaN

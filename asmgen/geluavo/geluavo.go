@@ -17,6 +17,7 @@ import (
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
+	"github.com/sqc-dev/sqc/asmgen/avogen"
 	"github.com/sqc-dev/sqc/internal/gelu"
 )
 
@@ -148,19 +149,8 @@ func (t Table) LoadFrom(ctx *build.Context, coeffs operand.Mem, degree int) *Eva
 // different path (interval 0 with r NaN, instead of interval 15) to the
 // same NaN result, x's own bits.
 func (e *Eval) Emit(ctx *build.Context, xs []reg.VecVirtual, zero reg.VecVirtual) []reg.VecVirtual {
-	n := len(xs)
-	vecs := func() []reg.VecVirtual {
-		v := make([]reg.VecVirtual, n)
-		for i := range v {
-			v[i] = ctx.ZMM()
-		}
-		return v
-	}
-	each := func(f func(i int)) {
-		for i := range n {
-			f(i)
-		}
-	}
+	chunks := avogen.Interleave(ctx, len(xs))
+	vecs, each := chunks.ZMMs, chunks.Each
 	invWidth, clamp := e.t.mem.Offset(e.t.scalarOff(1)), e.t.mem.Offset(e.t.scalarOff(3))
 	b, idx, r, p, relu, out := vecs(), vecs(), vecs(), vecs(), vecs(), vecs()
 	each(func(i int) { ctx.VRANGEPS_BCST(operand.U8(rangeMinAbsClearSign), clamp, xs[i], b[i]) }) // min(|x|, clampX)

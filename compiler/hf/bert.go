@@ -29,12 +29,23 @@ func buildBERT(b *builder, prefix string) {
 func (b *builder) bertEmbeddings(scope string) string {
 	c := b.cfg
 	h := int64(c.EmbeddingWidth())
-	words := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), h), inInputIDs, scope+".word_embeddings")
-	types := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), h), inTokenTypeIDs, scope+".token_type_embeddings")
-	sum := b.Op("Add", scope+"/add_token_types", words, types)
+	sum := b.wordAndTypeEmbeddings(scope, h)
 	positions := b.PositionRows(b.weight(scope+".position_embeddings.weight", int64(c.MaxPositions), h), inInputIDs, scope+".position_embeddings")
 	sum = b.Op("Add", scope+"/add_positions", sum, positions)
 	return b.layerNormOf(sum, scope+".LayerNorm", int(h))
+}
+
+// wordAndTypeEmbeddings is the word embedding of the input ids plus,
+// where the model has token types (TypeVocabSize > 0), the token type
+// embedding of the type ids, tables width wide under scope.
+func (b *builder) wordAndTypeEmbeddings(scope string, width int64) string {
+	c := b.cfg
+	x := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), width), inInputIDs, scope+".word_embeddings")
+	if c.TypeVocabSize == 0 {
+		return x
+	}
+	types := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), width), inTokenTypeIDs, scope+".token_type_embeddings")
+	return b.Op("Add", scope+"/add_token_types", x, types)
 }
 
 // bertMaskBias is BERT's extended attention mask, computed once for all

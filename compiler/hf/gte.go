@@ -122,12 +122,7 @@ func buildGTE(b *builder, prefix string) {
 	c := b.cfg
 	h, inter := c.HiddenSize, c.IntermediateSize
 	scope := prefix + "embeddings"
-	x := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), int64(h)), inInputIDs, scope+".word_embeddings")
-	if c.TypeVocabSize > 0 {
-		types := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), int64(h)), inTokenTypeIDs, scope+".token_type_embeddings")
-		x = b.Op("Add", scope+"/add_token_types", x, types)
-	}
-	x = b.layerNorm(x, scope+".LayerNorm")
+	x := b.layerNorm(b.wordAndTypeEmbeddings(scope, int64(h)), scope+".LayerNorm")
 	mask := b.bertMaskBias()
 	tables := b.rotaryTables(scope+".rotary_emb", c.gteInvFreq())
 	for l := range c.NumLayers {

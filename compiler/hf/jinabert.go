@@ -31,9 +31,7 @@ func buildJinaBERT(b *builder, prefix string, pooled bool) {
 	c := b.cfg
 	h, inter := c.HiddenSize, c.IntermediateSize
 	scope := prefix + "embeddings"
-	words := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), int64(h)), inInputIDs, scope+".word_embeddings")
-	types := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), int64(h)), inTokenTypeIDs, scope+".token_type_embeddings")
-	x := b.layerNorm(b.Op("Add", scope+"/add_token_types", words, types), scope+".LayerNorm")
+	x := b.layerNorm(b.wordAndTypeEmbeddings(scope, int64(h)), scope+".LayerNorm")
 	mask := b.bertMaskBias()
 	alibi := b.jinaALiBi(prefix + "encoder/alibi")
 	for l := range c.NumLayers {

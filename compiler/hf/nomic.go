@@ -212,12 +212,7 @@ func buildNomicBERT(b *builder, prefix string) {
 	c, n := b.cfg, &b.cfg.Nomic
 	h, inter := c.HiddenSize, c.IntermediateSize
 	scope := prefix + "embeddings"
-	x := b.Gather(b.weight(scope+".word_embeddings.weight", int64(c.VocabSize), int64(h)), inInputIDs, scope+".word_embeddings")
-	if c.TypeVocabSize > 0 {
-		types := b.Gather(b.weight(scope+".token_type_embeddings.weight", int64(c.TypeVocabSize), int64(h)), inTokenTypeIDs, scope+".token_type_embeddings")
-		x = b.Op("Add", scope+"/add_token_types", x, types)
-	}
-	x = b.layerNorm(x, prefix+"emb_ln")
+	x := b.layerNorm(b.wordAndTypeEmbeddings(scope, int64(h)), prefix+"emb_ln")
 	mask := b.bertMaskBias()
 	tables := b.rotaryTables(prefix+"rotary_emb", ropeInvFreq(c.HeadSize(), n.RotaryBase))
 	for l := range c.NumLayers {
