@@ -42,6 +42,7 @@ func generate() (*ir.File, error) {
 	genLayerNorm(g)
 	genQuantize(g)
 	genGelu(g)
+	genSilu(g)
 	genRotary(g)
 	genAttentionAVX2(g)
 	tab := genLayerNormAVX2(g)

@@ -54,7 +54,10 @@ func Relu(dst, src []float32) {
 
 // Silu sets dst[i] = x·sigmoid(x) of src[i] (internal/expf.Silu), the bits
 // a GEMM epilogue with ActSilu gives.
-func Silu(dst, src []float32) {
+func Silu(dst, src []float32) { active().silu(dst, src) }
+
+// siluGo is kernels.silu.
+func siluGo(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, x := range src {
 		dst[i] = expf.Silu(x)

@@ -102,6 +102,8 @@ type kernels struct {
 	gelu func(dst, src []float32)
 	// geluTanh sets dst[i] = gelu.GeluTanh(src[i]), as gelu.
 	geluTanh func(dst, src []float32)
+	// silu sets dst[i] = expf.Silu(src[i]), as gelu.
+	silu func(dst, src []float32)
 
 	// rotary is Rotary on one token's row (see rotaryGo).
 	rotary func(dst, x, cos, sin []float32, heads, d int)
@@ -131,6 +133,7 @@ func goKernels() *kernels {
 		linearTile:      linearTileGo,
 		gelu:            geluGo,
 		geluTanh:        geluTanhGo,
+		silu:            siluGo,
 		rotary:          rotaryGo,
 	}
 }

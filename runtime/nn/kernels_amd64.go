@@ -62,6 +62,7 @@ func asmKernels() *kernels {
 		linearTile:      linearTileWith(linearRows4Asm, linearRows1Asm, 1),
 		gelu:            geluAVX512,
 		geluTanh:        geluTanhAVX512,
+		silu:            siluAVX512,
 		rotary:          rotaryAVX512,
 	}
 }
@@ -381,6 +382,14 @@ func rotaryAVX512(dst, x, cos, sin []float32, heads, d int) {
 	need("rotary cos", cos, 1, 0, d)
 	need("rotary sin", sin, 1, 0, d)
 	rotaryAsm(ptr(dst), ptr(x), ptr(cos), ptr(sin), heads, d/2)
+}
+
+func siluAVX512(dst, src []float32) {
+	if len(src) == 0 {
+		return
+	}
+	need("SiLU output", dst, 1, 0, len(src))
+	siluAsm(ptr(dst), ptr(src), len(src))
 }
 
 func geluTanhAVX512(dst, src []float32) {

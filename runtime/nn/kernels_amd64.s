@@ -6476,6 +6476,185 @@ gelu2_loop_251:
 	VZEROUPPER
 	RET
 
+// func siluAsm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX512BW, AVX512DQ, AVX512F, CMOV
+TEXT ·siluAsm(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	VPXORD       Z0, Z0, Z0
+	VBROADCASTSS nnConsts<>+28(SB), Z1
+	XORQ         BX, BX
+
+silu_loop_252:
+	MOVQ        DX, SI
+	SUBQ        BX, SI
+	MOVQ        $0x00000030, DI
+	CMPQ        SI, DI
+	CMOVQLT     SI, DI
+	LEAQ        nnColMasks<>+0(SB), SI
+	MOVQ        (SI)(DI*8), SI
+	KMOVQ       SI, K1
+	VMOVUPS.Z   (CX)(BX*4), K1, Z2
+	KSHIFTRQ    $0x10, K1, K2
+	VMOVUPS.Z   64(CX)(BX*4), K2, Z3
+	KSHIFTRQ    $0x20, K1, K3
+	VMOVUPS.Z   128(CX)(BX*4), K3, Z4
+	VORPS.BCST  nnConsts<>+108(SB), Z2, Z5
+	VORPS.BCST  nnConsts<>+108(SB), Z3, Z6
+	VORPS.BCST  nnConsts<>+108(SB), Z4, Z7
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z5, K4
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z6, K5
+	VCMPPS.BCST $0x15, nnConsts<>+28(SB), Z7, K6
+	VMAXPS      Z5, Z1, Z5
+	VMAXPS      Z6, Z1, Z6
+	VMAXPS      Z7, Z1, Z7
+	VMULPS.BCST nnConsts<>+16(SB), Z5, Z11
+	VMULPS.BCST nnConsts<>+16(SB), Z6, Z12
+	VMULPS.BCST nnConsts<>+16(SB), Z7, Z13
+	VRNDSCALEPS $0x00, Z11, Z8
+	VRNDSCALEPS $0x00, Z12, Z9
+	VRNDSCALEPS $0x00, Z13, Z10
+	VMULPS.BCST nnConsts<>+20(SB), Z8, Z11
+	VMULPS.BCST nnConsts<>+20(SB), Z9, Z12
+	VMULPS.BCST nnConsts<>+20(SB), Z10, Z13
+	VSUBPS      Z11, Z5, Z5
+	VSUBPS      Z12, Z6, Z6
+	VSUBPS      Z13, Z7, Z7
+	VMULPS.BCST nnConsts<>+24(SB), Z8, Z11
+	VMULPS.BCST nnConsts<>+24(SB), Z9, Z12
+	VMULPS.BCST nnConsts<>+24(SB), Z10, Z13
+	VSUBPS      Z11, Z5, Z5
+	VSUBPS      Z12, Z6, Z6
+	VSUBPS      Z13, Z7, Z7
+	VMULPS.BCST nnConsts<>+48(SB), Z5, Z11
+	VMULPS.BCST nnConsts<>+48(SB), Z6, Z12
+	VMULPS.BCST nnConsts<>+48(SB), Z7, Z13
+	VADDPS.BCST nnConsts<>+52(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+52(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+52(SB), Z13, Z13
+	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z12, Z12
+	VMULPS      Z7, Z13, Z13
+	VADDPS.BCST nnConsts<>+56(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+56(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+56(SB), Z13, Z13
+	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z12, Z12
+	VMULPS      Z7, Z13, Z13
+	VADDPS.BCST nnConsts<>+60(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+60(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+60(SB), Z13, Z13
+	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z12, Z12
+	VMULPS      Z7, Z13, Z13
+	VADDPS.BCST nnConsts<>+64(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+64(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+64(SB), Z13, Z13
+	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z12, Z12
+	VMULPS      Z7, Z13, Z13
+	VADDPS.BCST nnConsts<>+68(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+68(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+68(SB), Z13, Z13
+	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z12, Z12
+	VMULPS      Z7, Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z12, Z12
+	VMULPS      Z7, Z13, Z13
+	VADDPS.BCST nnConsts<>+12(SB), Z11, Z11
+	VADDPS.BCST nnConsts<>+12(SB), Z12, Z12
+	VADDPS.BCST nnConsts<>+12(SB), Z13, Z13
+	VSCALEFPS.Z Z8, Z11, K4, Z5
+	VSCALEFPS.Z Z9, Z12, K5, Z6
+	VSCALEFPS.Z Z10, Z13, K6, Z7
+	VCMPPS      $0x19, Z0, Z2, K4
+	VMOVAPS     Z2, Z8
+	VMULPS      Z5, Z2, K4, Z8
+	VADDPS.BCST nnConsts<>+12(SB), Z5, Z2
+	VDIVPS      Z2, Z8, Z2
+	VCMPPS      $0x19, Z0, Z3, K4
+	VMOVAPS     Z3, Z5
+	VMULPS      Z6, Z3, K4, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z6, Z3
+	VDIVPS      Z3, Z5, Z3
+	VCMPPS      $0x19, Z0, Z4, K4
+	VMOVAPS     Z4, Z5
+	VMULPS      Z7, Z4, K4, Z5
+	VADDPS.BCST nnConsts<>+12(SB), Z7, Z4
+	VDIVPS      Z4, Z5, Z4
+	VMOVUPS     Z2, K1, (AX)(BX*4)
+	VMOVUPS     Z3, K2, 64(AX)(BX*4)
+	VMOVUPS     Z4, K3, 128(AX)(BX*4)
+	ADDQ        $0x30, BX
+	CMPQ        BX, DX
+	JL          silu_loop_252
+	VZEROUPPER
+	RET
+
+// func siluAVX2Asm(dst *float32, src *float32, n int)
+// Requires: AVX, AVX2
+TEXT ·siluAVX2Asm(SB), NOSPLIT, $0-24
+	MOVQ  dst+0(FP), AX
+	MOVQ  src+8(FP), CX
+	MOVQ  n+16(FP), DX
+	VPXOR Y0, Y0, Y0
+	XORQ  BX, BX
+
+silu2_loop_253:
+	VMOVUPS   (CX)(BX*4), Y1
+	VORPS     nnConsts<>+576(SB), Y1, Y2
+	VMULPS    nnConsts<>+160(SB), Y2, Y3
+	VCVTPS2DQ Y3, Y4
+	VCVTDQ2PS Y4, Y5
+	VMULPS    nnConsts<>+192(SB), Y5, Y3
+	VSUBPS    Y3, Y2, Y6
+	VMULPS    nnConsts<>+224(SB), Y5, Y3
+	VSUBPS    Y3, Y6, Y6
+	VMOVUPS   nnConsts<>+384(SB), Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    nnConsts<>+416(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    nnConsts<>+448(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    nnConsts<>+480(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    nnConsts<>+512(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    nnConsts<>+544(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    nnConsts<>+256(SB), Y3, Y3
+	VMULPS    Y6, Y3, Y3
+	VADDPS    nnConsts<>+256(SB), Y3, Y3
+	VPCMPGTD  nnConsts<>+128(SB), Y4, Y5
+	VADDPS    Y3, Y3, Y6
+	VBLENDVPS Y5, Y6, Y3, Y3
+	VPMINSD   nnConsts<>+128(SB), Y4, Y4
+	VPADDD    nnConsts<>+128(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VCMPPS    $0x11, nnConsts<>+288(SB), Y2, Y4
+	VANDNPS   Y3, Y4, Y3
+	VCMPPS    $0x1e, nnConsts<>+320(SB), Y2, Y4
+	VBLENDVPS Y4, nnConsts<>+352(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y4
+	VBLENDVPS Y4, Y2, Y3, Y3
+	VMULPS    Y3, Y1, Y2
+	VCMPPS    $0x19, Y0, Y1, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
+	VADDPS    nnConsts<>+256(SB), Y3, Y2
+	VDIVPS    Y2, Y1, Y1
+	VMOVUPS   Y1, (AX)(BX*4)
+	ADDQ      $0x08, BX
+	CMPQ      BX, DX
+	JL        silu2_loop_253
+	VZEROUPPER
+	RET
+
 // func rotaryAsm(dst *float32, x *float32, cos *float32, sin *float32, heads int, half int)
 // Requires: AVX, AVX512BW, AVX512F, CMOV
 TEXT ·rotaryAsm(SB), NOSPLIT, $0-48
@@ -6489,7 +6668,7 @@ TEXT ·rotaryAsm(SB), NOSPLIT, $0-48
 	SHLQ $0x03, R8
 	XORQ R9, R9
 
-rotary_chunks_252:
+rotary_chunks_254:
 	MOVQ      DI, R10
 	SUBQ      R9, R10
 	MOVQ      $0x00000010, R11
@@ -6508,7 +6687,7 @@ rotary_chunks_252:
 	LEAQ      (AX)(R9*4), R11
 	MOVQ      SI, R12
 
-rotary_heads_253:
+rotary_heads_255:
 	VMOVUPS.Z (R10), K1, Z4
 	VMOVUPS.Z (R10)(DI*4), K1, Z5
 	VMULPS    Z0, Z4, Z6
@@ -6522,10 +6701,10 @@ rotary_heads_253:
 	ADDQ      R8, R10
 	ADDQ      R8, R11
 	DECQ      R12
-	JNZ       rotary_heads_253
+	JNZ       rotary_heads_255
 	ADDQ      $0x10, R9
 	CMPQ      R9, DI
-	JL        rotary_chunks_252
+	JL        rotary_chunks_254
 	VZEROUPPER
 	RET
 
@@ -6540,9 +6719,9 @@ TEXT ·attnScoresAVX2Asm(SB), NOSPLIT, $0-48
 	LEAQ (DX)(DX*4), SI
 	MOVQ sk+32(FP), DI
 
-sc2x_main_254:
+sc2x_main_256:
 	CMPQ  DI, $0x06
-	JL    sc2x_tail_255
+	JL    sc2x_tail_257
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6559,7 +6738,7 @@ sc2x_main_254:
 	MOVQ  qT+8(FP), R9
 	MOVQ  d+40(FP), R10
 
-sc2x_c_256:
+sc2x_c_258:
 	VMOVUPS      (R9), Y12
 	VMOVUPS      32(R9), Y13
 	VBROADCASTSS (R8), Y14
@@ -6595,7 +6774,7 @@ sc2x_c_256:
 	ADDQ         $0x04, R8
 	ADDQ         $0x40, R9
 	DECQ         R10
-	JNZ          sc2x_c_256
+	JNZ          sc2x_c_258
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6612,11 +6791,11 @@ sc2x_c_256:
 	LEAQ         (CX)(DX*4), CX
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x06, DI
-	JMP          sc2x_main_254
+	JMP          sc2x_main_256
 
-sc2x_tail_255:
+sc2x_tail_257:
 	CMPQ  DI, $0x04
-	JL    sc2x_skip_257
+	JL    sc2x_skip_259
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6629,7 +6808,7 @@ sc2x_tail_255:
 	MOVQ  qT+8(FP), R8
 	MOVQ  d+40(FP), R9
 
-sc2x_c_258:
+sc2x_c_260:
 	VMOVUPS      (R8), Y8
 	VMOVUPS      32(R8), Y9
 	VBROADCASTSS (SI), Y10
@@ -6655,7 +6834,7 @@ sc2x_c_258:
 	ADDQ         $0x04, SI
 	ADDQ         $0x40, R8
 	DECQ         R9
-	JNZ          sc2x_c_258
+	JNZ          sc2x_c_260
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6668,9 +6847,9 @@ sc2x_c_258:
 	LEAQ         (CX)(DX*4), CX
 	SUBQ         $0x04, DI
 
-sc2x_skip_257:
+sc2x_skip_259:
 	CMPQ  DI, $0x02
-	JL    sc2x_skip_259
+	JL    sc2x_skip_261
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -6679,7 +6858,7 @@ sc2x_skip_257:
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_260:
+sc2x_c_262:
 	VMOVUPS      (SI), Y4
 	VMOVUPS      32(SI), Y5
 	VBROADCASTSS (BX), Y6
@@ -6695,7 +6874,7 @@ sc2x_c_260:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_260
+	JNZ          sc2x_c_262
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	VMOVUPS      Y2, 64(AX)
@@ -6704,16 +6883,16 @@ sc2x_c_260:
 	LEAQ         (CX)(DX*2), CX
 	SUBQ         $0x02, DI
 
-sc2x_skip_259:
+sc2x_skip_261:
 	CMPQ  DI, $0x01
-	JL    sc2x_skip_261
+	JL    sc2x_skip_263
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	MOVQ  CX, BX
 	MOVQ  qT+8(FP), SI
 	MOVQ  d+40(FP), R8
 
-sc2x_c_262:
+sc2x_c_264:
 	VMOVUPS      (SI), Y2
 	VMOVUPS      32(SI), Y3
 	VBROADCASTSS (BX), Y4
@@ -6724,14 +6903,14 @@ sc2x_c_262:
 	ADDQ         $0x04, BX
 	ADDQ         $0x40, SI
 	DECQ         R8
-	JNZ          sc2x_c_262
+	JNZ          sc2x_c_264
 	VMOVUPS      Y0, (AX)
 	VMOVUPS      Y1, 32(AX)
 	ADDQ         $0x00000040, AX
 	LEAQ         (CX)(DX*1), CX
 	SUBQ         $0x01, DI
 
-sc2x_skip_261:
+sc2x_skip_263:
 	VZEROUPPER
 	RET
 
@@ -6740,12 +6919,12 @@ sc2x_skip_261:
 TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sm2x_empty_263
+	JZ           sm2x_empty_265
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sm2x_mode1_264
+	JEQ          sm2x_mode1_266
 	CMPQ         AX, $0x02
-	JEQ          sm2x_mode2_265
+	JEQ          sm2x_mode2_267
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6758,9 +6937,9 @@ TEXT ·attnSoftmaxAVX2Asm(SB), NOSPLIT, $0-48
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(DX)
 	DECQ         BX
-	JZ           sm2x_pass2_266
+	JZ           sm2x_pass2_268
 
-sm2x_max_267:
+sm2x_max_269:
 	ADDQ    $0x40, DX
 	VMOVUPS (DX), Y3
 	VMULPS  Y0, Y3, Y3
@@ -6771,15 +6950,15 @@ sm2x_max_267:
 	VMOVUPS Y3, 32(DX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    BX
-	JNZ     sm2x_max_267
+	JNZ     sm2x_max_269
 
-sm2x_pass2_266:
+sm2x_pass2_268:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, DX
 	MOVQ  AX, BX
 
-sm2x_exp_268:
+sm2x_exp_270:
 	VMOVUPS   (DX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6860,14 +7039,14 @@ sm2x_exp_268:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, DX
 	DECQ      BX
-	JNZ       sm2x_exp_268
+	JNZ       sm2x_exp_270
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode1_264:
+sm2x_mode1_266:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -6885,9 +7064,9 @@ sm2x_mode1_264:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_269
+	JZ           sm2x_pass2_271
 
-sm2x_max_270:
+sm2x_max_272:
 	ADDQ         $0x40, BX
 	ADDQ         $0x04, DX
 	VMOVUPS      (BX), Y3
@@ -6903,15 +7082,15 @@ sm2x_max_270:
 	VMOVUPS      Y3, 32(BX)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         SI
-	JNZ          sm2x_max_270
+	JNZ          sm2x_max_272
 
-sm2x_pass2_269:
+sm2x_pass2_271:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_271:
+sm2x_exp_273:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -6992,14 +7171,14 @@ sm2x_exp_271:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_271
+	JNZ       sm2x_exp_273
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_mode2_265:
+sm2x_mode2_267:
 	MOVQ         sk+8(FP), AX
 	VBROADCASTSS scale+16(FP), Y0
 	MOVQ         s+0(FP), CX
@@ -7015,9 +7194,9 @@ sm2x_mode2_265:
 	VADDPS       32(DX), Y2, Y2
 	VMOVUPS      Y2, 32(BX)
 	DECQ         SI
-	JZ           sm2x_pass2_272
+	JZ           sm2x_pass2_274
 
-sm2x_max_273:
+sm2x_max_275:
 	ADDQ    $0x40, BX
 	ADDQ    $0x40, DX
 	VMOVUPS (BX), Y3
@@ -7031,15 +7210,15 @@ sm2x_max_273:
 	VMOVUPS Y3, 32(BX)
 	VMAXPS  Y2, Y3, Y2
 	DECQ    SI
-	JNZ     sm2x_max_273
+	JNZ     sm2x_max_275
 
-sm2x_pass2_272:
+sm2x_pass2_274:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  CX, BX
 	MOVQ  AX, SI
 
-sm2x_exp_274:
+sm2x_exp_276:
 	VMOVUPS   (BX), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7120,14 +7299,14 @@ sm2x_exp_274:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, BX
 	DECQ      SI
-	JNZ       sm2x_exp_274
+	JNZ       sm2x_exp_276
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sm2x_empty_263:
+sm2x_empty_265:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7140,12 +7319,12 @@ sm2x_empty_263:
 TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         sk+8(FP), AX
 	TESTQ        AX, AX
-	JZ           sms2x_empty_275
+	JZ           sms2x_empty_277
 	MOVQ         maskMode+32(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          sms2x_mode1_276
+	JEQ          sms2x_mode1_278
 	CMPQ         AX, $0x02
-	JEQ          sms2x_mode2_277
+	JEQ          sms2x_mode2_279
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7179,9 +7358,9 @@ TEXT ·attnSoftmaxS32AVX2Asm(SB), NOSPLIT, $0-96
 	VMULPS       Y0, Y2, Y2
 	VMOVUPS      Y2, 32(R10)
 	DECQ         R11
-	JZ           sm2x_pass2_278
+	JZ           sm2x_pass2_280
 
-sm2x_max_279:
+sm2x_max_281:
 	ADDQ         $0x40, R10
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7209,15 +7388,15 @@ sm2x_max_279:
 	VMOVUPS      Y3, 32(R10)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R11
-	JNZ          sm2x_max_279
+	JNZ          sm2x_max_281
 
-sm2x_pass2_278:
+sm2x_pass2_280:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R10
 	MOVQ  R8, R11
 
-sm2x_exp_280:
+sm2x_exp_282:
 	VMOVUPS   (R10), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7298,14 +7477,14 @@ sm2x_exp_280:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R10
 	DECQ      R11
-	JNZ       sm2x_exp_280
+	JNZ       sm2x_exp_282
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode1_276:
+sms2x_mode1_278:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7344,9 +7523,9 @@ sms2x_mode1_276:
 	VADDPS       Y3, Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_281
+	JZ           sm2x_pass2_283
 
-sm2x_max_282:
+sm2x_max_284:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7379,15 +7558,15 @@ sm2x_max_282:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_282
+	JNZ          sm2x_max_284
 
-sm2x_pass2_281:
+sm2x_pass2_283:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_283:
+sm2x_exp_285:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7468,14 +7647,14 @@ sm2x_exp_283:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_283
+	JNZ       sm2x_exp_285
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_mode2_277:
+sms2x_mode2_279:
 	MOVQ         c+48(FP), AX
 	MOVQ         ldc+56(FP), CX
 	SHLQ         $0x02, CX
@@ -7512,9 +7691,9 @@ sms2x_mode2_277:
 	VADDPS       32(R10), Y2, Y2
 	VMOVUPS      Y2, 32(R11)
 	DECQ         R12
-	JZ           sm2x_pass2_284
+	JZ           sm2x_pass2_286
 
-sm2x_max_285:
+sm2x_max_287:
 	ADDQ         $0x40, R11
 	ADDQ         CX, AX
 	ADDQ         $0x04, DX
@@ -7545,15 +7724,15 @@ sm2x_max_285:
 	VMOVUPS      Y3, 32(R11)
 	VMAXPS       Y2, Y3, Y2
 	DECQ         R12
-	JNZ          sm2x_max_285
+	JNZ          sm2x_max_287
 
-sm2x_pass2_284:
+sm2x_pass2_286:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y3, Y3, Y3
 	MOVQ  R9, R11
 	MOVQ  R8, R12
 
-sm2x_exp_286:
+sm2x_exp_288:
 	VMOVUPS   (R11), Y4
 	VSUBPS    Y1, Y4, Y4
 	VMULPS    nnConsts<>+160(SB), Y4, Y5
@@ -7634,14 +7813,14 @@ sm2x_exp_286:
 	VADDPS    Y5, Y3, Y3
 	ADDQ      $0x40, R11
 	DECQ      R12
-	JNZ       sm2x_exp_286
+	JNZ       sm2x_exp_288
 	MOVQ      sums+40(FP), AX
 	VMOVUPS   Y0, (AX)
 	VMOVUPS   Y3, 32(AX)
 	VZEROUPPER
 	RET
 
-sms2x_empty_275:
+sms2x_empty_277:
 	MOVQ    sums+40(FP), AX
 	VPXOR   Y0, Y0, Y0
 	VMOVUPS Y0, (AX)
@@ -7657,15 +7836,15 @@ TEXT ·attnPVAVX2Asm(SB), NOSPLIT, $0-72
 	MOVQ  v+32(FP), CX
 	MOVQ  d+56(FP), DX
 
-pv2x_cols_287:
+pv2x_cols_289:
 	CMPQ DX, $0x10
-	JL   pv2x_coltail_288
+	JL   pv2x_coltail_290
 	MOVQ rows+16(FP), SI
 	XORQ BX, BX
 
-pv2x_rows_main_290:
+pv2x_rows_main_292:
 	CMPQ  SI, $0x04
-	JL    pv2x_rows_tail_291
+	JL    pv2x_rows_tail_293
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7681,15 +7860,15 @@ pv2x_rows_main_290:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_292
+	JZ    pv2x_divide_294
 
-pv2x_j_293:
+pv2x_j_295:
 	VMOVUPS      (R8), Y9
 	VMOVUPS      32(R8), Y10
 	VCMPPS       $0x04, (DI), X0, X11
 	VMOVMSKPS    X11, R11
 	CMPL         R11, $0x0f
-	JNE          pv2x_zero_294
+	JNE          pv2x_zero_296
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
@@ -7710,52 +7889,52 @@ pv2x_j_293:
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
-	JMP          pv2x_next_295
+	JMP          pv2x_next_297
 
-pv2x_zero_294:
+pv2x_zero_296:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_296
+	JCC          pv2x_skip_298
 	VBROADCASTSS (DI), Y11
 	VMULPS       Y9, Y11, Y12
 	VADDPS       Y12, Y1, Y1
 	VMULPS       Y10, Y11, Y11
 	VADDPS       Y11, Y2, Y2
-
-pv2x_skip_296:
-	BTL          $0x01, R11
-	JCC          pv2x_skip_297
-	VBROADCASTSS 4(DI), Y11
-	VMULPS       Y9, Y11, Y12
-	VADDPS       Y12, Y3, Y3
-	VMULPS       Y10, Y11, Y11
-	VADDPS       Y11, Y4, Y4
-
-pv2x_skip_297:
-	BTL          $0x02, R11
-	JCC          pv2x_skip_298
-	VBROADCASTSS 8(DI), Y11
-	VMULPS       Y9, Y11, Y12
-	VADDPS       Y12, Y5, Y5
-	VMULPS       Y10, Y11, Y11
-	VADDPS       Y11, Y6, Y6
 
 pv2x_skip_298:
-	BTL          $0x03, R11
+	BTL          $0x01, R11
 	JCC          pv2x_skip_299
+	VBROADCASTSS 4(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y3, Y3
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y4, Y4
+
+pv2x_skip_299:
+	BTL          $0x02, R11
+	JCC          pv2x_skip_300
+	VBROADCASTSS 8(DI), Y11
+	VMULPS       Y9, Y11, Y12
+	VADDPS       Y12, Y5, Y5
+	VMULPS       Y10, Y11, Y11
+	VADDPS       Y11, Y6, Y6
+
+pv2x_skip_300:
+	BTL          $0x03, R11
+	JCC          pv2x_skip_301
 	VBROADCASTSS 12(DI), Y11
 	VMULPS       Y9, Y11, Y9
 	VADDPS       Y9, Y7, Y7
 	VMULPS       Y10, Y11, Y9
 	VADDPS       Y9, Y8, Y8
 
-pv2x_skip_299:
-pv2x_next_295:
+pv2x_skip_301:
+pv2x_next_297:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_293
+	JNZ  pv2x_j_295
 
-pv2x_divide_292:
+pv2x_divide_294:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7788,11 +7967,11 @@ pv2x_divide_292:
 	VMOVUPS      Y8, 32(R8)
 	ADDQ         $0x04, BX
 	SUBQ         $0x04, SI
-	JMP          pv2x_rows_main_290
+	JMP          pv2x_rows_main_292
 
-pv2x_rows_tail_291:
+pv2x_rows_tail_293:
 	CMPQ  SI, $0x02
-	JL    pv2x_rows_skip_300
+	JL    pv2x_rows_skip_302
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7804,16 +7983,16 @@ pv2x_rows_tail_291:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_301
+	JZ    pv2x_divide_303
 
-pv2x_j_302:
+pv2x_j_304:
 	VMOVUPS      (R8), Y5
 	VMOVUPS      32(R8), Y6
 	VMOVQ        (DI), X7
 	VCMPPS       $0x04, X7, X0, X7
 	VMOVMSKPS    X7, R11
 	CMPL         R11, $0x03
-	JNE          pv2x_zero_303
+	JNE          pv2x_zero_305
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
@@ -7824,34 +8003,34 @@ pv2x_j_302:
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_304
+	JMP          pv2x_next_306
 
-pv2x_zero_303:
+pv2x_zero_305:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_305
+	JCC          pv2x_skip_307
 	VBROADCASTSS (DI), Y7
 	VMULPS       Y5, Y7, Y8
 	VADDPS       Y8, Y1, Y1
 	VMULPS       Y6, Y7, Y7
 	VADDPS       Y7, Y2, Y2
 
-pv2x_skip_305:
+pv2x_skip_307:
 	BTL          $0x01, R11
-	JCC          pv2x_skip_306
+	JCC          pv2x_skip_308
 	VBROADCASTSS 4(DI), Y7
 	VMULPS       Y5, Y7, Y5
 	VADDPS       Y5, Y3, Y3
 	VMULPS       Y6, Y7, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_306:
-pv2x_next_304:
+pv2x_skip_308:
+pv2x_next_306:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_302
+	JNZ  pv2x_j_304
 
-pv2x_divide_301:
+pv2x_divide_303:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7873,9 +8052,9 @@ pv2x_divide_301:
 	ADDQ         $0x02, BX
 	SUBQ         $0x02, SI
 
-pv2x_rows_skip_300:
+pv2x_rows_skip_302:
 	CMPQ  SI, $0x01
-	JL    pv2x_rows_skip_307
+	JL    pv2x_rows_skip_309
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R9
@@ -7885,40 +8064,40 @@ pv2x_rows_skip_300:
 	MOVQ  vStride+40(FP), R10
 	SHLQ  $0x02, R10
 	TESTQ R9, R9
-	JZ    pv2x_divide_308
+	JZ    pv2x_divide_310
 
-pv2x_j_309:
+pv2x_j_311:
 	VMOVUPS      (R8), Y3
 	VMOVUPS      32(R8), Y4
 	VMOVSS       (DI), X5
 	VCMPPS       $0x04, X5, X0, X5
 	VMOVMSKPS    X5, R11
 	CMPL         R11, $0x01
-	JNE          pv2x_zero_310
+	JNE          pv2x_zero_312
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_311
+	JMP          pv2x_next_313
 
-pv2x_zero_310:
+pv2x_zero_312:
 	BTL          $0x00, R11
-	JCC          pv2x_skip_312
+	JCC          pv2x_skip_314
 	VBROADCASTSS (DI), Y5
 	VMULPS       Y3, Y5, Y3
 	VADDPS       Y3, Y1, Y1
 	VMULPS       Y4, Y5, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_312:
-pv2x_next_311:
+pv2x_skip_314:
+pv2x_next_313:
 	ADDQ $0x40, DI
 	ADDQ R10, R8
 	DECQ R9
-	JNZ  pv2x_j_309
+	JNZ  pv2x_j_311
 
-pv2x_divide_308:
+pv2x_divide_310:
 	MOVQ         sums+64(FP), DI
 	MOVQ         outStride+8(FP), R9
 	SHLQ         $0x02, R9
@@ -7934,21 +8113,21 @@ pv2x_divide_308:
 	ADDQ         $0x01, BX
 	SUBQ         $0x01, SI
 
-pv2x_rows_skip_307:
+pv2x_rows_skip_309:
 	ADDQ $0x00000040, AX
 	ADDQ $0x00000040, CX
 	SUBQ $0x10, DX
-	JMP  pv2x_cols_287
+	JMP  pv2x_cols_289
 
-pv2x_coltail_288:
+pv2x_coltail_290:
 	TESTQ DX, DX
-	JZ    pv2x_done_289
+	JZ    pv2x_done_291
 	MOVQ  rows+16(FP), BX
 	XORQ  DX, DX
 
-pv2x_rows_main_313:
+pv2x_rows_main_315:
 	CMPQ  BX, $0x04
-	JL    pv2x_rows_tail_314
+	JL    pv2x_rows_tail_316
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
@@ -7960,14 +8139,14 @@ pv2x_rows_main_313:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_315
+	JZ    pv2x_divide_317
 
-pv2x_j_316:
+pv2x_j_318:
 	VMOVUPS      (DI), Y5
 	VCMPPS       $0x04, (SI), X0, X6
 	VMOVMSKPS    X6, R10
 	CMPL         R10, $0x0f
-	JNE          pv2x_zero_317
+	JNE          pv2x_zero_319
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
@@ -7980,44 +8159,44 @@ pv2x_j_316:
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
-	JMP          pv2x_next_318
+	JMP          pv2x_next_320
 
-pv2x_zero_317:
+pv2x_zero_319:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_319
+	JCC          pv2x_skip_321
 	VBROADCASTSS (SI), Y6
 	VMULPS       Y5, Y6, Y6
 	VADDPS       Y6, Y1, Y1
-
-pv2x_skip_319:
-	BTL          $0x01, R10
-	JCC          pv2x_skip_320
-	VBROADCASTSS 4(SI), Y6
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y2, Y2
-
-pv2x_skip_320:
-	BTL          $0x02, R10
-	JCC          pv2x_skip_321
-	VBROADCASTSS 8(SI), Y6
-	VMULPS       Y5, Y6, Y6
-	VADDPS       Y6, Y3, Y3
 
 pv2x_skip_321:
-	BTL          $0x03, R10
+	BTL          $0x01, R10
 	JCC          pv2x_skip_322
+	VBROADCASTSS 4(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+
+pv2x_skip_322:
+	BTL          $0x02, R10
+	JCC          pv2x_skip_323
+	VBROADCASTSS 8(SI), Y6
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y3, Y3
+
+pv2x_skip_323:
+	BTL          $0x03, R10
+	JCC          pv2x_skip_324
 	VBROADCASTSS 12(SI), Y6
 	VMULPS       Y5, Y6, Y5
 	VADDPS       Y5, Y4, Y4
 
-pv2x_skip_322:
-pv2x_next_318:
+pv2x_skip_324:
+pv2x_next_320:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_316
+	JNZ  pv2x_j_318
 
-pv2x_divide_315:
+pv2x_divide_317:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -8042,11 +8221,11 @@ pv2x_divide_315:
 	VMOVUPS      Y4, (DI)
 	ADDQ         $0x04, DX
 	SUBQ         $0x04, BX
-	JMP          pv2x_rows_main_313
+	JMP          pv2x_rows_main_315
 
-pv2x_rows_tail_314:
+pv2x_rows_tail_316:
 	CMPQ  BX, $0x02
-	JL    pv2x_rows_skip_323
+	JL    pv2x_rows_skip_325
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	MOVQ  sk+48(FP), R8
@@ -8056,45 +8235,45 @@ pv2x_rows_tail_314:
 	MOVQ  vStride+40(FP), R9
 	SHLQ  $0x02, R9
 	TESTQ R8, R8
-	JZ    pv2x_divide_324
+	JZ    pv2x_divide_326
 
-pv2x_j_325:
+pv2x_j_327:
 	VMOVUPS      (DI), Y3
 	VMOVQ        (SI), X4
 	VCMPPS       $0x04, X4, X0, X4
 	VMOVMSKPS    X4, R10
 	CMPL         R10, $0x03
-	JNE          pv2x_zero_326
+	JNE          pv2x_zero_328
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
-	JMP          pv2x_next_327
+	JMP          pv2x_next_329
 
-pv2x_zero_326:
+pv2x_zero_328:
 	BTL          $0x00, R10
-	JCC          pv2x_skip_328
+	JCC          pv2x_skip_330
 	VBROADCASTSS (SI), Y4
 	VMULPS       Y3, Y4, Y4
 	VADDPS       Y4, Y1, Y1
 
-pv2x_skip_328:
+pv2x_skip_330:
 	BTL          $0x01, R10
-	JCC          pv2x_skip_329
+	JCC          pv2x_skip_331
 	VBROADCASTSS 4(SI), Y4
 	VMULPS       Y3, Y4, Y3
 	VADDPS       Y3, Y2, Y2
 
-pv2x_skip_329:
-pv2x_next_327:
+pv2x_skip_331:
+pv2x_next_329:
 	ADDQ $0x40, SI
 	ADDQ R9, DI
 	DECQ R8
-	JNZ  pv2x_j_325
+	JNZ  pv2x_j_327
 
-pv2x_divide_324:
+pv2x_divide_326:
 	MOVQ         sums+64(FP), SI
 	MOVQ         outStride+8(FP), R8
 	SHLQ         $0x02, R8
@@ -8112,9 +8291,9 @@ pv2x_divide_324:
 	ADDQ         $0x02, DX
 	SUBQ         $0x02, BX
 
-pv2x_rows_skip_323:
+pv2x_rows_skip_325:
 	CMPQ  BX, $0x01
-	JL    pv2x_rows_skip_330
+	JL    pv2x_rows_skip_332
 	VPXOR Y1, Y1, Y1
 	MOVQ  sk+48(FP), DI
 	MOVQ  p+24(FP), SI
@@ -8122,35 +8301,35 @@ pv2x_rows_skip_323:
 	MOVQ  vStride+40(FP), R8
 	SHLQ  $0x02, R8
 	TESTQ DI, DI
-	JZ    pv2x_divide_331
+	JZ    pv2x_divide_333
 
-pv2x_j_332:
+pv2x_j_334:
 	VMOVUPS      (CX), Y2
 	VMOVSS       (SI), X3
 	VCMPPS       $0x04, X3, X0, X3
 	VMOVMSKPS    X3, R9
 	CMPL         R9, $0x01
-	JNE          pv2x_zero_333
+	JNE          pv2x_zero_335
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
-	JMP          pv2x_next_334
+	JMP          pv2x_next_336
 
-pv2x_zero_333:
+pv2x_zero_335:
 	BTL          $0x00, R9
-	JCC          pv2x_skip_335
+	JCC          pv2x_skip_337
 	VBROADCASTSS (SI), Y3
 	VMULPS       Y2, Y3, Y2
 	VADDPS       Y2, Y1, Y1
 
-pv2x_skip_335:
-pv2x_next_334:
+pv2x_skip_337:
+pv2x_next_336:
 	ADDQ $0x40, SI
 	ADDQ R8, CX
 	DECQ DI
-	JNZ  pv2x_j_332
+	JNZ  pv2x_j_334
 
-pv2x_divide_331:
+pv2x_divide_333:
 	MOVQ         sums+64(FP), CX
 	MOVQ         outStride+8(FP), DI
 	SHLQ         $0x02, DI
@@ -8164,8 +8343,8 @@ pv2x_divide_331:
 	ADDQ         $0x01, DX
 	SUBQ         $0x01, BX
 
-pv2x_rows_skip_330:
-pv2x_done_289:
+pv2x_rows_skip_332:
+pv2x_done_291:
 	VZEROUPPER
 	RET
 
@@ -8210,7 +8389,7 @@ TEXT ·lnStats16AVX2Asm(SB), NOSPLIT, $0-56
 	LEAQ nnAVX2Lanes<>+0(SB), R8
 	MOVQ $0x00000010, R9
 
-lns2_row_336:
+lns2_row_338:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -8222,9 +8401,9 @@ lns2_row_336:
 	MOVQ  BX, R10
 	MOVQ  DX, R11
 	TESTQ R11, R11
-	JZ    lns2_tail_338
+	JZ    lns2_tail_340
 
-lns2_step_337:
+lns2_step_339:
 	VCVTPS2PD (R10), Y8
 	VADDPD    Y8, Y0, Y0
 	VCVTPS2PD 16(R10), Y8
@@ -8243,11 +8422,11 @@ lns2_step_337:
 	VADDPD    Y8, Y7, Y7
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_337
+	JNZ       lns2_step_339
 
-lns2_tail_338:
+lns2_tail_340:
 	TESTQ      CX, CX
-	JZ         lns2_done_339
+	JZ         lns2_done_341
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -8353,7 +8532,7 @@ lns2_tail_338:
 	VCVTPS2PD  X8, Y8
 	VADDPD     Y8, Y7, Y7
 
-lns2_done_339:
+lns2_done_341:
 	VADDPD       Y2, Y0, Y0
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y6, Y4, Y4
@@ -8379,9 +8558,9 @@ lns2_done_339:
 	MOVQ         BX, R10
 	MOVQ         DX, R11
 	TESTQ        R11, R11
-	JZ           lns2_tail_341
+	JZ           lns2_tail_343
 
-lns2_step_340:
+lns2_step_342:
 	VCVTPS2PD (R10), Y9
 	VSUBPD    Y0, Y9, Y9
 	VMULPD    Y9, Y9, Y9
@@ -8416,11 +8595,11 @@ lns2_step_340:
 	VADDPD    Y9, Y8, Y8
 	ADDQ      $0x80, R10
 	DECQ      R11
-	JNZ       lns2_step_340
+	JNZ       lns2_step_342
 
-lns2_tail_341:
+lns2_tail_343:
 	TESTQ      CX, CX
-	JZ         lns2_done_342
+	JZ         lns2_done_344
 	MOVQ       CX, R11
 	SUBQ       $0x00, R11
 	XORQ       R12, R12
@@ -8558,7 +8737,7 @@ lns2_tail_341:
 	VANDPD     Y0, Y10, Y10
 	VADDPD     Y10, Y8, Y8
 
-lns2_done_342:
+lns2_done_344:
 	VADDPD       Y3, Y1, Y1
 	VADDPD       Y4, Y2, Y2
 	VADDPD       Y7, Y5, Y5
@@ -8580,7 +8759,7 @@ lns2_done_342:
 	ADDQ         $0x08, DI
 	ADDQ         AX, BX
 	DECQ         R9
-	JNZ          lns2_row_336
+	JNZ          lns2_row_338
 	VZEROUPPER
 	RET
 
@@ -8589,20 +8768,20 @@ lns2_done_342:
 TEXT ·lnNormAVX2Asm(SB), NOSPLIT, $0-80
 	MOVQ flags+72(FP), AX
 	CMPQ AX, $0x02
-	JEQ  lnn2_variant_343
-	CMPQ AX, $0x04
-	JEQ  lnn2_variant_344
-	CMPQ AX, $0x06
 	JEQ  lnn2_variant_345
-	CMPQ AX, $0x03
+	CMPQ AX, $0x04
 	JEQ  lnn2_variant_346
-	CMPQ AX, $0x05
+	CMPQ AX, $0x06
 	JEQ  lnn2_variant_347
-	CMPQ AX, $0x07
+	CMPQ AX, $0x03
 	JEQ  lnn2_variant_348
+	CMPQ AX, $0x05
+	JEQ  lnn2_variant_349
+	CMPQ AX, $0x07
+	JEQ  lnn2_variant_350
 	RET
 
-lnn2_variant_343:
+lnn2_variant_345:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8612,7 +8791,7 @@ lnn2_variant_343:
 	MOVQ         y+0(FP), BX
 	XORQ         SI, SI
 
-lnn2_loop_349:
+lnn2_loop_351:
 	VMOVUPS (AX)(SI*4), Y3
 	VSUBPS  Y0, Y3, Y3
 	VSUBPS  Y1, Y3, Y3
@@ -8621,11 +8800,11 @@ lnn2_loop_349:
 	VMOVUPS Y3, (BX)(SI*4)
 	ADDQ    $0x08, SI
 	CMPQ    SI, DX
-	JL      lnn2_loop_349
+	JL      lnn2_loop_351
 	VZEROUPPER
 	RET
 
-lnn2_variant_344:
+lnn2_variant_346:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8641,7 +8820,7 @@ lnn2_variant_344:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         SI, SI
 
-lnn2_loop_350:
+lnn2_loop_352:
 	VMOVUPS      (AX)(SI*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8658,11 +8837,11 @@ lnn2_loop_350:
 	VMOVQ        X7, (BX)(SI*1)
 	ADDQ         $0x08, SI
 	CMPQ         SI, DX
-	JL           lnn2_loop_350
+	JL           lnn2_loop_352
 	VZEROUPPER
 	RET
 
-lnn2_variant_345:
+lnn2_variant_347:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8679,77 +8858,13 @@ lnn2_variant_345:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         DI, DI
 
-lnn2_loop_351:
-	VMOVUPS      (AX)(DI*4), Y7
-	VSUBPS       Y0, Y7, Y7
-	VSUBPS       Y1, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VMULPS       (CX)(DI*4), Y7, Y7
-	VMOVUPS      Y7, (BX)(DI*4)
-	VMULPS       Y3, Y7, Y7
-	VMAXPS       Y5, Y7, Y7
-	VMINPS       Y6, Y7, Y7
-	VCVTPS2DQ    Y7, Y7
-	VPADDD       Y4, Y7, Y7
-	VEXTRACTI128 $0x01, Y7, X8
-	VPACKSSDW    X8, X7, X7
-	VPACKUSWB    X7, X7, X7
-	VMOVQ        X7, (SI)(DI*1)
-	ADDQ         $0x08, DI
-	CMPQ         DI, DX
-	JL           lnn2_loop_351
-	VZEROUPPER
-	RET
-
-lnn2_variant_346:
-	VBROADCASTSS meanHi+32(FP), Y0
-	VBROADCASTSS meanLo+36(FP), Y1
-	VBROADCASTSS inv+40(FP), Y2
-	MOVQ         x+16(FP), AX
-	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         beta+56(FP), BX
-	MOVQ         y+0(FP), SI
-	XORQ         DI, DI
-
-lnn2_loop_352:
-	VMOVUPS (AX)(DI*4), Y3
-	VSUBPS  Y0, Y3, Y3
-	VSUBPS  Y1, Y3, Y3
-	VMULPS  Y2, Y3, Y3
-	VMULPS  (CX)(DI*4), Y3, Y3
-	VADDPS  (BX)(DI*4), Y3, Y3
-	VMOVUPS Y3, (SI)(DI*4)
-	ADDQ    $0x08, DI
-	CMPQ    DI, DX
-	JL      lnn2_loop_352
-	VZEROUPPER
-	RET
-
-lnn2_variant_347:
-	VBROADCASTSS meanHi+32(FP), Y0
-	VBROADCASTSS meanLo+36(FP), Y1
-	VBROADCASTSS inv+40(FP), Y2
-	MOVQ         x+16(FP), AX
-	MOVQ         gamma+48(FP), CX
-	MOVQ         n+24(FP), DX
-	MOVQ         beta+56(FP), BX
-	MOVQ         q+8(FP), SI
-	VBROADCASTSS invScale+64(FP), Y3
-	MOVL         zp+68(FP), DI
-	VMOVD        DI, X4
-	VPBROADCASTD X4, Y4
-	VBROADCASTSS nnConsts<>+40(SB), Y5
-	VBROADCASTSS nnConsts<>+36(SB), Y6
-	XORQ         DI, DI
-
 lnn2_loop_353:
 	VMOVUPS      (AX)(DI*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
 	VMULPS       Y2, Y7, Y7
 	VMULPS       (CX)(DI*4), Y7, Y7
-	VADDPS       (BX)(DI*4), Y7, Y7
+	VMOVUPS      Y7, (BX)(DI*4)
 	VMULPS       Y3, Y7, Y7
 	VMAXPS       Y5, Y7, Y7
 	VMINPS       Y6, Y7, Y7
@@ -8774,6 +8889,70 @@ lnn2_variant_348:
 	MOVQ         n+24(FP), DX
 	MOVQ         beta+56(FP), BX
 	MOVQ         y+0(FP), SI
+	XORQ         DI, DI
+
+lnn2_loop_354:
+	VMOVUPS (AX)(DI*4), Y3
+	VSUBPS  Y0, Y3, Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y2, Y3, Y3
+	VMULPS  (CX)(DI*4), Y3, Y3
+	VADDPS  (BX)(DI*4), Y3, Y3
+	VMOVUPS Y3, (SI)(DI*4)
+	ADDQ    $0x08, DI
+	CMPQ    DI, DX
+	JL      lnn2_loop_354
+	VZEROUPPER
+	RET
+
+lnn2_variant_349:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         q+8(FP), SI
+	VBROADCASTSS invScale+64(FP), Y3
+	MOVL         zp+68(FP), DI
+	VMOVD        DI, X4
+	VPBROADCASTD X4, Y4
+	VBROADCASTSS nnConsts<>+40(SB), Y5
+	VBROADCASTSS nnConsts<>+36(SB), Y6
+	XORQ         DI, DI
+
+lnn2_loop_355:
+	VMOVUPS      (AX)(DI*4), Y7
+	VSUBPS       Y0, Y7, Y7
+	VSUBPS       Y1, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       (CX)(DI*4), Y7, Y7
+	VADDPS       (BX)(DI*4), Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VMAXPS       Y5, Y7, Y7
+	VMINPS       Y6, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y4, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X8
+	VPACKSSDW    X8, X7, X7
+	VPACKUSWB    X7, X7, X7
+	VMOVQ        X7, (SI)(DI*1)
+	ADDQ         $0x08, DI
+	CMPQ         DI, DX
+	JL           lnn2_loop_355
+	VZEROUPPER
+	RET
+
+lnn2_variant_350:
+	VBROADCASTSS meanHi+32(FP), Y0
+	VBROADCASTSS meanLo+36(FP), Y1
+	VBROADCASTSS inv+40(FP), Y2
+	MOVQ         x+16(FP), AX
+	MOVQ         gamma+48(FP), CX
+	MOVQ         n+24(FP), DX
+	MOVQ         beta+56(FP), BX
+	MOVQ         y+0(FP), SI
 	MOVQ         q+8(FP), DI
 	VBROADCASTSS invScale+64(FP), Y3
 	MOVL         zp+68(FP), R8
@@ -8783,7 +8962,7 @@ lnn2_variant_348:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnn2_loop_354:
+lnn2_loop_356:
 	VMOVUPS      (AX)(R8*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8802,7 +8981,7 @@ lnn2_loop_354:
 	VMOVQ        X7, (DI)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, DX
-	JL           lnn2_loop_354
+	JL           lnn2_loop_356
 	VZEROUPPER
 	RET
 
@@ -8811,7 +8990,7 @@ lnn2_loop_354:
 TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	MOVQ         flags+88(FP), AX
 	CMPQ         AX, $0x01
-	JEQ          lnd2_beta_355
+	JEQ          lnd2_beta_357
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8829,7 +9008,7 @@ TEXT ·lnNormDualAVX2Asm(SB), NOSPLIT, $0-96
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R8, R8
 
-lnd2_loop_356:
+lnd2_loop_358:
 	VMOVUPS      (AX)(R8*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8848,11 +9027,11 @@ lnd2_loop_356:
 	VMOVQ        X7, (BX)(R8*1)
 	ADDQ         $0x08, R8
 	CMPQ         R8, CX
-	JL           lnd2_loop_356
+	JL           lnd2_loop_358
 	VZEROUPPER
 	RET
 
-lnd2_beta_355:
+lnd2_beta_357:
 	VBROADCASTSS meanHi+32(FP), Y0
 	VBROADCASTSS meanLo+36(FP), Y1
 	VBROADCASTSS inv+40(FP), Y2
@@ -8872,7 +9051,7 @@ lnd2_beta_355:
 	VBROADCASTSS nnConsts<>+36(SB), Y6
 	XORQ         R10, R10
 
-lnd2_loop_357:
+lnd2_loop_359:
 	VMOVUPS      (AX)(R10*4), Y7
 	VSUBPS       Y0, Y7, Y7
 	VSUBPS       Y1, Y7, Y7
@@ -8893,7 +9072,7 @@ lnd2_loop_357:
 	VMOVQ        X7, (BX)(R10*1)
 	ADDQ         $0x08, R10
 	CMPQ         R10, CX
-	JL           lnd2_loop_357
+	JL           lnd2_loop_359
 	VZEROUPPER
 	RET
 
@@ -8915,14 +9094,14 @@ TEXT ·quantizeU8AVX2Asm(SB), NOSPLIT, $0-56
 	SHLQ         $0x02, SI
 	MOVQ         dstStride+8(FP), DI
 
-q2_row_358:
+q2_row_360:
 	XORQ R8, R8
 
-q2_wide_359:
+q2_wide_361:
 	MOVQ      BX, R9
 	SUBQ      R8, R9
 	CMPQ      R9, $0x20
-	JL        q2_narrow_360
+	JL        q2_narrow_362
 	VMOVUPS   (CX)(R8*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -8953,11 +9132,11 @@ q2_wide_359:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (AX)(R8*1)
 	ADDQ      $0x20, R8
-	JMP       q2_wide_359
+	JMP       q2_wide_361
 
-q2_narrow_360:
+q2_narrow_362:
 	CMPQ         R8, BX
-	JGE          q2_done_361
+	JGE          q2_done_363
 	VMOVUPS      (CX)(R8*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -8969,13 +9148,13 @@ q2_narrow_360:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (AX)(R8*1)
 	ADDQ         $0x08, R8
-	JMP          q2_narrow_360
+	JMP          q2_narrow_362
 
-q2_done_361:
+q2_done_363:
 	ADDQ SI, CX
 	ADDQ DI, AX
 	DECQ DX
-	JNZ  q2_row_358
+	JNZ  q2_row_360
 	VZEROUPPER
 	RET
 
@@ -8995,7 +9174,7 @@ TEXT ·quantizeRowsU8AVX2Asm(SB), NOSPLIT, $0-64
 	SHLQ         $0x02, R8
 	MOVQ         dstStride+8(FP), R9
 
-q2_row_362:
+q2_row_364:
 	VMOVSS       nnConsts<>+12(SB), X0
 	VDIVSS       (AX), X0, X0
 	VBROADCASTSS X0, Y0
@@ -9004,11 +9183,11 @@ q2_row_362:
 	ADDQ         $0x04, CX
 	XORQ         R10, R10
 
-q2_wide_363:
+q2_wide_365:
 	MOVQ      DI, R11
 	SUBQ      R10, R11
 	CMPQ      R11, $0x20
-	JL        q2_narrow_364
+	JL        q2_narrow_366
 	VMOVUPS   (BX)(R10*4), Y5
 	VMULPS    Y0, Y5, Y5
 	VMAXPS    Y2, Y5, Y5
@@ -9039,11 +9218,11 @@ q2_wide_363:
 	VPERMD    Y5, Y4, Y5
 	VMOVDQU   Y5, (DX)(R10*1)
 	ADDQ      $0x20, R10
-	JMP       q2_wide_363
+	JMP       q2_wide_365
 
-q2_narrow_364:
+q2_narrow_366:
 	CMPQ         R10, DI
-	JGE          q2_done_365
+	JGE          q2_done_367
 	VMOVUPS      (BX)(R10*4), Y5
 	VMULPS       Y0, Y5, Y5
 	VMAXPS       Y2, Y5, Y5
@@ -9055,13 +9234,13 @@ q2_narrow_364:
 	VPACKUSWB    X5, X5, X5
 	VMOVQ        X5, (DX)(R10*1)
 	ADDQ         $0x08, R10
-	JMP          q2_narrow_364
+	JMP          q2_narrow_366
 
-q2_done_365:
+q2_done_367:
 	ADDQ R8, BX
 	ADDQ R9, DX
 	DECQ SI
-	JNZ  q2_row_362
+	JNZ  q2_row_364
 	VZEROUPPER
 	RET
 
@@ -9080,11 +9259,11 @@ TEXT ·minMaxAVX2Asm(SB), NOSPLIT, $0-24
 	VPXOR Y7, Y7, Y7
 	XORQ  DX, DX
 
-mm2_wide_366:
+mm2_wide_368:
 	MOVQ    CX, BX
 	SUBQ    DX, BX
 	CMPQ    BX, $0x20
-	JL      mm2_narrow_367
+	JL      mm2_narrow_369
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9098,18 +9277,18 @@ mm2_wide_366:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, DX
-	JMP     mm2_wide_366
+	JMP     mm2_wide_368
 
-mm2_narrow_367:
+mm2_narrow_369:
 	CMPQ    DX, CX
-	JGE     mm2_done_368
+	JGE     mm2_done_370
 	VMOVUPS (AX)(DX*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, DX
-	JMP     mm2_narrow_367
+	JMP     mm2_narrow_369
 
-mm2_done_368:
+mm2_done_370:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9144,7 +9323,7 @@ TEXT ·minMaxRowsAVX2Asm(SB), NOSPLIT, $0-48
 	MOVQ hi+40(FP), DI
 	SHLQ $0x02, CX
 
-mmr2_row_370:
+mmr2_row_372:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -9155,11 +9334,11 @@ mmr2_row_370:
 	VPXOR Y7, Y7, Y7
 	XORQ  R8, R8
 
-mm2_wide_371:
+mm2_wide_373:
 	MOVQ    BX, R9
 	SUBQ    R8, R9
 	CMPQ    R9, $0x20
-	JL      mm2_narrow_372
+	JL      mm2_narrow_374
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
@@ -9173,18 +9352,18 @@ mm2_wide_371:
 	VMINPS  Y6, Y8, Y6
 	VMAXPS  Y7, Y8, Y7
 	ADDQ    $0x20, R8
-	JMP     mm2_wide_371
+	JMP     mm2_wide_373
 
-mm2_narrow_372:
+mm2_narrow_374:
 	CMPQ    R8, BX
-	JGE     mm2_done_373
+	JGE     mm2_done_375
 	VMOVUPS (AX)(R8*4), Y8
 	VMINPS  Y0, Y8, Y0
 	VMAXPS  Y1, Y8, Y1
 	ADDQ    $0x08, R8
-	JMP     mm2_narrow_372
+	JMP     mm2_narrow_374
 
-mm2_done_373:
+mm2_done_375:
 	VMINPS       Y2, Y0, Y0
 	VMAXPS       Y3, Y1, Y1
 	VMINPS       Y4, Y0, Y0
@@ -9209,7 +9388,7 @@ mm2_done_373:
 	ADDQ         $0x04, DI
 	ADDQ         CX, AX
 	DECQ         DX
-	JNZ          mmr2_row_370
+	JNZ          mmr2_row_372
 	VZEROUPPER
 	RET
 
@@ -9225,11 +9404,11 @@ TEXT ·absMaxColsAVX2Asm(SB), NOSPLIT, $0-40
 	VMOVUPS nnConsts<>+608(SB), Y0
 	XORQ    DI, DI
 
-amc2_wide_374:
+amc2_wide_376:
 	MOVQ    SI, R8
 	SUBQ    DI, R8
 	CMPQ    R8, $0x20
-	JL      amc2_narrow_375
+	JL      amc2_narrow_377
 	VMOVUPS (AX)(DI*4), Y1
 	VMOVUPS 32(AX)(DI*4), Y2
 	VMOVUPS 64(AX)(DI*4), Y3
@@ -9237,7 +9416,7 @@ amc2_wide_374:
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_377:
+amc2_row_379:
 	VANDPS  (R8), Y0, Y5
 	VMAXPS  Y1, Y5, Y1
 	VANDPS  32(R8), Y0, Y5
@@ -9248,32 +9427,32 @@ amc2_row_377:
 	VMAXPS  Y4, Y5, Y4
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_377
+	JNZ     amc2_row_379
 	VMOVUPS Y1, (AX)(DI*4)
 	VMOVUPS Y2, 32(AX)(DI*4)
 	VMOVUPS Y3, 64(AX)(DI*4)
 	VMOVUPS Y4, 96(AX)(DI*4)
 	ADDQ    $0x20, DI
-	JMP     amc2_wide_374
+	JMP     amc2_wide_376
 
-amc2_narrow_375:
+amc2_narrow_377:
 	CMPQ    DI, SI
-	JGE     amc2_done_376
+	JGE     amc2_done_378
 	VMOVUPS (AX)(DI*4), Y1
 	LEAQ    (CX)(DI*4), R8
 	MOVQ    BX, R9
 
-amc2_row_378:
+amc2_row_380:
 	VANDPS  (R8), Y0, Y2
 	VMAXPS  Y1, Y2, Y1
 	ADDQ    DX, R8
 	DECQ    R9
-	JNZ     amc2_row_378
+	JNZ     amc2_row_380
 	VMOVUPS Y1, (AX)(DI*4)
 	ADDQ    $0x08, DI
-	JMP     amc2_narrow_375
+	JMP     amc2_narrow_377
 
-amc2_done_376:
+amc2_done_378:
 	VZEROUPPER
 	RET
 
@@ -9291,7 +9470,7 @@ TEXT ·packQueries16Asm(SB), NOSPLIT, $0-40
 	VPXORD       Z3, Z3, Z3
 	XORQ         DI, DI
 
-pq_chunk_379:
+pq_chunk_381:
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -9312,66 +9491,66 @@ pq_chunk_379:
 	VPXORD (R8), Z0, Z4
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000001
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z5
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000002
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z6
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000003
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z7
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000004
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z8
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000005
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z9
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000006
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z10
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000007
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z11
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000008
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z12
 	ADDQ   DX, R8
 	CMPQ   BX, $0x00000009
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z13
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000a
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z14
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000b
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z15
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000c
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z16
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000d
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z17
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000e
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z18
 	ADDQ   DX, R8
 	CMPQ   BX, $0x0000000f
-	JLE    pq_loaded_380
+	JLE    pq_loaded_382
 	VPXORD (R8), Z0, Z19
 
-pq_loaded_380:
+pq_loaded_382:
 	VUNPCKLPS  Z5, Z4, Z20
 	VUNPCKHPS  Z5, Z4, Z4
 	VUNPCKLPS  Z7, Z6, Z5
@@ -9503,7 +9682,7 @@ pq_loaded_380:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq_chunk_379
+	JL         pq_chunk_381
 	VMOVDQU32  Z3, (SI)
 	VZEROUPPER
 	RET
@@ -9527,7 +9706,7 @@ TEXT ·packValuesAsm(SB), NOSPLIT, $0-64
 	VPBROADCASTD nnConsts<>+76(SB), Z2
 	XORQ         R11, R11
 
-pvs_strip_381:
+pvs_strip_383:
 	MOVQ        R9, R12
 	SUBQ        R11, R12
 	MOVQ        $0x00000010, R13
@@ -9542,7 +9721,7 @@ pvs_strip_381:
 	MOVQ        AX, R13
 	MOVQ        SI, R14
 
-pvs_group_382:
+pvs_group_384:
 	MOVQ      R12, R15
 	VMOVUPS.Z (R15), K1, Z5
 	ADDQ      BX, R15
@@ -9584,12 +9763,12 @@ pvs_group_382:
 	ADDQ      $0x40, R13
 	ADDQ      R10, R12
 	DECQ      R14
-	JNZ       pvs_group_382
+	JNZ       pvs_group_384
 	VMOVDQU32 Z4, K1, (R8)(R11*4)
 	ADDQ      CX, AX
 	ADDQ      $0x10, R11
 	CMPQ      R11, R9
-	JL        pvs_strip_381
+	JL        pvs_strip_383
 	VZEROUPPER
 	RET
 
@@ -9603,7 +9782,7 @@ TEXT ·symScalesAsm(SB), NOSPLIT, $0-32
 	VBROADCASTSS nnConsts<>+12(SB), Z0
 	VPXORD       Z1, Z1, Z1
 
-sym_loop_383:
+sym_loop_385:
 	MOVQ        $0x00000010, SI
 	CMPQ        BX, SI
 	CMOVQLT     BX, SI
@@ -9621,7 +9800,7 @@ sym_loop_383:
 	ADDQ        $0x40, CX
 	ADDQ        $0x40, DX
 	SUBQ        $0x10, BX
-	JG          sym_loop_383
+	JG          sym_loop_385
 	VZEROUPPER
 	RET
 
@@ -9641,9 +9820,9 @@ TEXT ·packValues4AVX2Asm(SB), NOSPLIT, $0-72
 	VBROADCASTSS nnConsts<>+80(SB), Y1
 	VPBROADCASTD nnConsts<>+76(SB), Y2
 
-pv4_384:
+pv4_386:
 	TESTQ     R10, R10
-	JZ        pv4_done_385
+	JZ        pv4_done_387
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9683,7 +9862,7 @@ pv4_384:
 	ADDQ      $0x20, R8
 	ADDQ      $0x20, R9
 	DECQ      R10
-	JZ        pv4_done_385
+	JZ        pv4_done_387
 	VMOVUPS   (R8), Y3
 	VMULPS    (DX), Y3, Y4
 	VMAXPS    Y0, Y4, Y4
@@ -9724,9 +9903,9 @@ pv4_384:
 	ADDQ      $0x20, R9
 	ADDQ      CX, AX
 	DECQ      R10
-	JMP       pv4_384
+	JMP       pv4_386
 
-pv4_done_385:
+pv4_done_387:
 	VZEROUPPER
 	RET
 
@@ -9745,7 +9924,7 @@ TEXT ·packQueries16AVX2Asm(SB), NOSPLIT, $0-40
 	VPXOR        Y4, Y4, Y4
 	XORQ         DI, DI
 
-pq2_chunk_386:
+pq2_chunk_388:
 	VPXOR Y5, Y5, Y5
 	VPXOR Y6, Y6, Y6
 	VPXOR Y7, Y7, Y7
@@ -9756,38 +9935,38 @@ pq2_chunk_386:
 	VPXOR Y12, Y12, Y12
 	LEAQ  (CX)(DI*1), R8
 	CMPQ  BX, $0x00000000
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y5
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000001
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y6
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000002
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y7
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000003
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y8
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000004
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y9
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000005
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y10
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000006
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y11
 	ADDQ  DX, R8
 	CMPQ  BX, $0x00000007
-	JLE   pq2_loaded_387
+	JLE   pq2_loaded_389
 	VPXOR (R8), Y0, Y12
 
-pq2_loaded_387:
+pq2_loaded_389:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9854,38 +10033,38 @@ pq2_loaded_387:
 	VPXOR      Y12, Y12, Y12
 	LEAQ       (CX)(DI*1), R8
 	CMPQ       BX, $0x00000000
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000001
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000002
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000003
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000004
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000005
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000006
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000007
-	JLE        pq2_loaded_388
+	JLE        pq2_loaded_390
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_388:
+pq2_loaded_390:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -9954,38 +10133,38 @@ pq2_loaded_388:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_389
+	JLE        pq2_loaded_391
 	VPXOR      (R8), Y0, Y12
 
-pq2_loaded_389:
+pq2_loaded_391:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10054,38 +10233,38 @@ pq2_loaded_389:
 	IMUL3Q     $0x08, DX, R9
 	ADDQ       R9, R8
 	CMPQ       BX, $0x00000008
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y5
 	ADDQ       DX, R8
 	CMPQ       BX, $0x00000009
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y6
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000a
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y7
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000b
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y8
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000c
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y9
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000d
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y10
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000e
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y11
 	ADDQ       DX, R8
 	CMPQ       BX, $0x0000000f
-	JLE        pq2_loaded_390
+	JLE        pq2_loaded_392
 	VPXOR      32(R8), Y0, Y12
 
-pq2_loaded_390:
+pq2_loaded_392:
 	VUNPCKLPS  Y6, Y5, Y13
 	VUNPCKHPS  Y6, Y5, Y5
 	VUNPCKLPS  Y8, Y7, Y6
@@ -10145,7 +10324,7 @@ pq2_loaded_390:
 	ADDQ       $0x00000400, AX
 	ADDQ       $0x40, DI
 	CMPQ       DI, DX
-	JL         pq2_chunk_386
+	JL         pq2_chunk_388
 	VMOVDQU    Y3, (SI)
 	VMOVDQU    Y4, 32(SI)
 	VZEROUPPER
@@ -10164,7 +10343,7 @@ TEXT ·probsT16AVX2Asm(SB), NOSPLIT, $0-32
 	MOVQ         blocks+24(FP), BX
 	LEAQ         (DX)(DX*2), SI
 
-probs_391:
+probs_393:
 	VMULPS       (AX), Y0, Y4
 	VMAXPS       Y1, Y4, Y4
 	VMINPS       Y2, Y4, Y4
@@ -10288,7 +10467,7 @@ probs_391:
 	ADDQ         $0x08, CX
 	ADDQ         $0x00000200, AX
 	DECQ         BX
-	JNZ          probs_391
+	JNZ          probs_393
 	VZEROUPPER
 	RET
 
@@ -10304,7 +10483,7 @@ TEXT ·probsT16Asm(SB), NOSPLIT, $0-32
 	MOVQ         blocks+24(FP), BX
 	LEAQ         (DX)(DX*2), SI
 
-probs5_392:
+probs5_394:
 	VMULPS       64(AX), Z0, Z3
 	VMAXPS       Z1, Z3, Z3
 	VCVTPS2DQ    Z3, Z3
@@ -10384,7 +10563,7 @@ probs5_392:
 	ADDQ         $0x08, CX
 	ADDQ         $0x00000200, AX
 	DECQ         BX
-	JNZ          probs5_392
+	JNZ          probs5_394
 	VZEROUPPER
 	RET
 
@@ -10404,7 +10583,7 @@ TEXT ·linearRows4Asm(SB), NOSPLIT, $0-64
 	SHLQ $0x02, R8
 	LEAQ (BX)(BX*2), R10
 
-lin_col_393:
+lin_col_395:
 	MOVQ     $0x00000040, R11
 	CMPQ     R9, R11
 	CMOVQLT  R9, R11
@@ -10434,7 +10613,7 @@ lin_col_393:
 	MOVQ     DX, R12
 	MOVQ     SI, R13
 
-lin_k_394:
+lin_k_396:
 	VMOVUPS.Z    (R11), K1, Z16
 	VMOVUPS.Z    64(R11), K2, Z17
 	VMOVUPS.Z    128(R11), K3, Z18
@@ -10478,7 +10657,7 @@ lin_k_394:
 	ADDQ         R8, R11
 	ADDQ         $0x04, R12
 	DECQ         R13
-	JNZ          lin_k_394
+	JNZ          lin_k_396
 	MOVQ         AX, R11
 	VMOVUPS      Z0, K1, (R11)
 	VMOVUPS      Z1, K2, 64(R11)
@@ -10502,7 +10681,7 @@ lin_k_394:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, R9
-	JG           lin_col_393
+	JG           lin_col_395
 	VZEROUPPER
 	RET
 
@@ -10523,7 +10702,7 @@ TEXT ·linearRows1Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	MOVQ R9, CX
 
-lin_col_395:
+lin_col_397:
 	MOVQ     $0x00000040, BX
 	CMPQ     CX, BX
 	CMOVQLT  CX, BX
@@ -10541,7 +10720,7 @@ lin_col_395:
 	MOVQ     DX, R9
 	MOVQ     SI, R10
 
-lin_k_396:
+lin_k_398:
 	VMOVUPS.Z    (BX), K1, Z4
 	VMOVUPS.Z    64(BX), K2, Z5
 	VMOVUPS.Z    128(BX), K3, Z6
@@ -10558,7 +10737,7 @@ lin_k_396:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R9
 	DECQ         R10
-	JNZ          lin_k_396
+	JNZ          lin_k_398
 	MOVQ         AX, BX
 	VMOVUPS      Z0, K1, (BX)
 	VMOVUPS      Z1, K2, 64(BX)
@@ -10567,7 +10746,7 @@ lin_k_396:
 	ADDQ         $0x00000100, AX
 	ADDQ         $0x00000100, DI
 	SUBQ         $0x40, CX
-	JG           lin_col_395
+	JG           lin_col_397
 	VZEROUPPER
 	RET
 
@@ -10588,11 +10767,11 @@ TEXT ·linearRows4AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), R10
 	XORQ R11, R11
 
-lin2_wide_397:
+lin2_wide_399:
 	MOVQ   R9, R12
 	SUBQ   R11, R12
 	CMPQ   R12, $0x10
-	JL     lin2_narrow_398
+	JL     lin2_narrow_400
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10605,7 +10784,7 @@ lin2_wide_397:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_400:
+lin_k_402:
 	VMOVUPS      (R12), Y8
 	VMOVUPS      32(R12), Y9
 	VBROADCASTSS (R13), Y10
@@ -10631,7 +10810,7 @@ lin_k_400:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_400
+	JNZ          lin_k_402
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	VMOVUPS      Y1, 32(R12)
@@ -10647,11 +10826,11 @@ lin_k_400:
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, R11
-	JMP          lin2_wide_397
+	JMP          lin2_wide_399
 
-lin2_narrow_398:
+lin2_narrow_400:
 	CMPQ   R11, R9
-	JGE    lin2_done_399
+	JGE    lin2_done_401
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -10660,7 +10839,7 @@ lin2_narrow_398:
 	MOVQ   DX, R13
 	MOVQ   SI, R14
 
-lin_k_401:
+lin_k_403:
 	VMOVUPS      (R12), Y4
 	VBROADCASTSS (R13), Y5
 	VMULPS       Y4, Y5, Y5
@@ -10677,7 +10856,7 @@ lin_k_401:
 	ADDQ         R8, R12
 	ADDQ         $0x04, R13
 	DECQ         R14
-	JNZ          lin_k_401
+	JNZ          lin_k_403
 	MOVQ         AX, R12
 	VMOVUPS      Y0, (R12)
 	ADDQ         CX, R12
@@ -10689,9 +10868,9 @@ lin_k_401:
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, R11
-	JMP          lin2_narrow_398
+	JMP          lin2_narrow_400
 
-lin2_done_399:
+lin2_done_401:
 	VZEROUPPER
 	RET
 
@@ -10712,18 +10891,18 @@ TEXT ·linearRows1AVX2Asm(SB), NOSPLIT, $0-64
 	LEAQ (BX)(BX*2), CX
 	XORQ CX, CX
 
-lin2_wide_402:
+lin2_wide_404:
 	MOVQ   R9, BX
 	SUBQ   CX, BX
 	CMPQ   BX, $0x10
-	JL     lin2_narrow_403
+	JL     lin2_narrow_405
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_405:
+lin_k_407:
 	VMOVUPS      (BX), Y2
 	VMOVUPS      32(BX), Y3
 	VBROADCASTSS (R10), Y4
@@ -10734,24 +10913,24 @@ lin_k_405:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_405
+	JNZ          lin_k_407
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
 	ADDQ         $0x00000040, AX
 	ADDQ         $0x00000040, DI
 	ADDQ         $0x10, CX
-	JMP          lin2_wide_402
+	JMP          lin2_wide_404
 
-lin2_narrow_403:
+lin2_narrow_405:
 	CMPQ   CX, R9
-	JGE    lin2_done_404
+	JGE    lin2_done_406
 	VXORPS Y0, Y0, Y0
 	MOVQ   DI, BX
 	MOVQ   DX, R10
 	MOVQ   SI, R11
 
-lin_k_406:
+lin_k_408:
 	VMOVUPS      (BX), Y1
 	VBROADCASTSS (R10), Y2
 	VMULPS       Y1, Y2, Y1
@@ -10759,14 +10938,14 @@ lin_k_406:
 	ADDQ         R8, BX
 	ADDQ         $0x04, R10
 	DECQ         R11
-	JNZ          lin_k_406
+	JNZ          lin_k_408
 	MOVQ         AX, BX
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, AX
 	ADDQ         $0x00000020, DI
 	ADDQ         $0x08, CX
-	JMP          lin2_narrow_403
+	JMP          lin2_narrow_405
 
-lin2_done_404:
+lin2_done_406:
 	VZEROUPPER
 	RET

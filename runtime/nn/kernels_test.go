@@ -616,9 +616,10 @@ func TestLayerNormMatchesGoKernels(t *testing.T) {
 	}
 }
 
-// TestGeluKernel compares both GELU kernels (erf and tanh) with their Go
-// forms (internal/gelu, the GEMM epilogue's) on every 257th float32 bit
-// pattern, specials and odd lengths, in place and not.
+// TestGeluKernel compares both GELU kernels (erf and tanh) and the SiLU
+// kernel with their Go forms (internal/gelu and internal/expf, the GEMM
+// epilogue's) on every 257th float32 bit pattern, specials and odd
+// lengths, in place and not.
 func TestGeluKernel(t *testing.T) {
 	var xs []float32
 	for bits := uint64(0); bits <= 0xffffffff; bits += 257 {
@@ -629,7 +630,7 @@ func TestGeluKernel(t *testing.T) {
 		for _, f := range []struct {
 			name      string
 			kern, ref func(dst, src []float32)
-		}{{"gelu", impl.gelu, geluGo}, {"gelu_tanh", impl.geluTanh, geluTanhGo}} {
+		}{{"gelu", impl.gelu, geluGo}, {"gelu_tanh", impl.geluTanh, geluTanhGo}, {"silu", impl.silu, siluGo}} {
 			want := make([]float32, len(xs))
 			f.ref(want, xs)
 			got, check := guarded(len(xs))

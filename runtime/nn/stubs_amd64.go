@@ -116,6 +116,17 @@ func geluAVX2Asm(dst *float32, src *float32, n int)
 //go:noescape
 func geluTanhAVX2Asm(dst *float32, src *float32, n int)
 
+// siluAsm sets dst[i] = expf.Silu(src[i]) for i < n (n >= 1); dst may be src.
+//
+//go:noescape
+func siluAsm(dst *float32, src *float32, n int)
+
+// siluAVX2Asm sets dst[i] = expf.Silu(src[i]) for i < n (n >= 8, a multiple of 8);
+// dst may be src.
+//
+//go:noescape
+func siluAVX2Asm(dst *float32, src *float32, n int)
+
 // rotaryAsm is rotaryGo(dst, x, cos, sin, heads, 2*half) (heads, half >= 1): dst and x hold heads heads of 2*half floats, cos and sin 2*half.
 //
 //go:noescape
