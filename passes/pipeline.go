@@ -79,6 +79,11 @@ func Pipeline() []Pass {
 		// EliminateDeadNodes, which removes the position-id plumbing it
 		// leaves unused.
 		FuseEmbeddings,
+		// One node per computation, once the fusions have made their
+		// nodes: an export's per-layer copies of the same position
+		// tables (and the tables FuseRotary gives each sqc.Rotary) become
+		// one.
+		DeduplicateNodes,
 		// Fusion strands the dynamic-shape chains (Shape -> Gather ->
 		// Unsqueeze -> Concat) that fed the unfused reshapes; fold what is now
 		// foldable and sweep the rest. The sweep is a rule (FuseEmbeddings
