@@ -84,7 +84,7 @@ type rotaryMatch struct {
 func rotaryTableWithoutHeads(g *compiler.Graph, ix *index, nm *compiler.Namer, stem, t string, headsFirst bool) (string, *compiler.Node) {
 	axis := int64(1)
 	if !headsFirst {
-		if v := valueInfo(g, t); len(v.Shape) == 3 { // [S, 1, D]
+		if v := valueInfo(g, t); v != nil && len(v.Shape) == 3 { // [S, 1, D] (matchRotary checked its form)
 			tr := &compiler.Node{Name: nm.Fresh(stem + "/table"), Op: "Transpose", Inputs: []string{t},
 				Attrs: map[string]compiler.Attr{"perm": compiler.IntsAttr(1, 0, 2)}}
 			tr.Outputs = []string{tr.Name}
