@@ -50,6 +50,14 @@ func deduplicateNodes(g *compiler.Graph) (bool, error) {
 		constKeys[name] = "c:" + k
 		return "c:" + k
 	}
+	return keepFirst(g, &cur, func(n *compiler.Node) (string, bool) { return nodeKey(n, inputKey, isOutput) }), nil
+}
+
+// keepFirst drops every node whose key (where key reports one) equals an
+// earlier node's, its readers reading that node's outputs instead; keys
+// are taken after the renames, so chains of copies collapse in one pass.
+// Keys must count the outputs. It reports whether it dropped any.
+func keepFirst(g *compiler.Graph, cur *cursor, key func(n *compiler.Node) (string, bool)) bool {
 	first := map[string]*compiler.Node{}
 	rename := map[string]string{}
 	kept := make([]*compiler.Node, 0, len(g.Nodes))
@@ -60,12 +68,12 @@ func deduplicateNodes(g *compiler.Graph) (bool, error) {
 				n = renamedInput(n, i, to)
 			}
 		}
-		key, ok := nodeKey(n, inputKey, isOutput)
+		k, ok := key(n)
 		if !ok {
 			kept = append(kept, n)
 			continue
 		}
-		if m, dup := first[key]; dup {
+		if m, dup := first[k]; dup {
 			for i, o := range n.Outputs {
 				if o != "" {
 					rename[o] = m.Outputs[i]
@@ -73,15 +81,15 @@ func deduplicateNodes(g *compiler.Graph) (bool, error) {
 			}
 			continue
 		}
-		first[key] = n
+		first[k] = n
 		kept = append(kept, n)
 	}
 	if len(kept) == len(g.Nodes) {
-		return false, nil
+		return false
 	}
 	g.Nodes = kept
 	removeDead(g)
-	return true, nil
+	return true
 }
 
 // nodeKey is a key equal for nodes computing the same outputs, and false

@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -36,34 +37,12 @@ func formOf(n *compiler.Node) quantForm {
 func deduplicateQuantize(g *compiler.Graph) (bool, error) {
 	var cur cursor
 	defer cur.annotate()
-	first := map[quantForm]*compiler.Node{}
-	rename := map[string]string{}
-	var kept []*compiler.Node
-	for _, n := range g.Nodes {
-		cur.n = n
-		for i, in := range n.Inputs {
-			if to, ok := rename[in]; ok {
-				n = renamedInput(n, i, to)
-			}
+	return keepFirst(g, &cur, func(n *compiler.Node) (string, bool) {
+		if n.Op != "sqc.Quantize" {
+			return "", false
 		}
-		if n.Op == "sqc.Quantize" {
-			f := formOf(n)
-			if q, ok := first[f]; ok && len(q.Outputs) == len(n.Outputs) {
-				for i, o := range n.Outputs {
-					rename[o] = q.Outputs[i]
-				}
-				continue
-			}
-			first[f] = n
-		}
-		kept = append(kept, n)
-	}
-	if len(kept) == len(g.Nodes) {
-		return false, nil
-	}
-	g.Nodes = kept
-	removeDead(g)
-	return true, nil
+		return fmt.Sprintf("%+v/%d", formOf(n), len(n.Outputs)), true
+	}), nil
 }
 
 // renamedInput returns a copy of n reading to as input i (nodes may be
