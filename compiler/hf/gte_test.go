@@ -2,7 +2,6 @@ package hf
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,18 +34,7 @@ func TestGTEConfigRefusals(t *testing.T) {
 		{"scaling below 1", "rope_scaling", map[string]any{"type": "ntk", "factor": 0.5}, []string{"rope_scaling", "factor 0.5"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var m map[string]any
-			if err := json.Unmarshal(data, &m); err != nil {
-				t.Fatal(err)
-			}
-			if c.key != "" {
-				m[c.key] = c.value
-			}
-			b, err := json.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := ParseConfig(b, "config.json")
+			cfg, err := parseConfigWith(t, data, c.key, c.value)
 			if len(c.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -56,14 +44,7 @@ func TestGTEConfigRefusals(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !(errors.Is(err, compiler.ErrUnknownModel) || errors.Is(err, compiler.ErrMalformed)) {
-				t.Fatalf("err = %v, want a refusal", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			wantRefusal(t, c.key, err, c.want...)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package hf
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,20 +23,7 @@ func TestNomicConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parse := func(key string, value any) (Config, error) {
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			t.Fatal(err)
-		}
-		if key != "" {
-			m[key] = value
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ParseConfig(b, "config.json")
-	}
+	parse := func(key string, value any) (Config, error) { return parseConfigWith(t, data, key, value) }
 	cfg, err := parse("", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -81,14 +69,40 @@ func TestNomicConfig(t *testing.T) {
 		{"n_embd", 36, []string{"n_head"}}, // head size 9: odd
 	} {
 		_, err := parse(c.key, c.value)
-		if err == nil || !(errors.Is(err, compiler.ErrUnknownModel) || errors.Is(err, compiler.ErrMalformed)) {
-			t.Errorf("%s = %v: err = %v, want a refusal", c.key, c.value, err)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s = %v: error %q does not say %q", c.key, c.value, err, w)
-			}
+		wantRefusal(t, fmt.Sprintf("%s = %v", c.key, c.value), err, c.want...)
+	}
+}
+
+// parseConfigWith parses config.json data with key set to value (data as
+// it is for key ""; a nil value writes null).
+func parseConfigWith(t *testing.T, data []byte, key string, value any) (Config, error) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		m[key] = value
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ParseConfig(b, "config.json")
+}
+
+// wantRefusal fails the test unless err refuses the config
+// (ErrUnknownModel or ErrMalformed) saying every one of want; what names
+// the case.
+func wantRefusal(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	if err == nil || !(errors.Is(err, compiler.ErrUnknownModel) || errors.Is(err, compiler.ErrMalformed)) {
+		t.Errorf("%s: err = %v, want a refusal", what, err)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not say %q", what, err, w)
 		}
 	}
 }
