@@ -6,8 +6,10 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/internal/goroutines"
 )
 
 // faultStep is a Step whose run panics (a stand-in for a kernel bug) or,
@@ -66,6 +68,9 @@ func TestRunPanicIsInternalNotBadInput(t *testing.T) {
 // and NewProgram runs what it built.
 func TestLowerIsPureData(t *testing.T) {
 	g := explicitQuant(t, parse(t, encoderLayer))
+	// Earlier tests' pool helpers may still be exiting after their Close
+	// returned; counted here, their exit would look like a change.
+	goroutines.WaitCreatedBy("github.com/sqc-dev/sqc/runtime/pool.New", 0, 5*time.Second)
 	before := runtime.NumGoroutine()
 	s, err := Lower(g)
 	if err != nil {

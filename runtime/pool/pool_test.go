@@ -2,11 +2,12 @@ package pool
 
 import (
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sqc-dev/sqc/internal/goroutines"
 )
 
 // checkRun runs n indices and checks each ran exactly once, with worker
@@ -86,48 +87,22 @@ func TestConcurrentCallers(t *testing.T) {
 	wg.Wait()
 }
 
-// helperGoroutines counts the goroutines New started that still exist, in
-// any pool, by their "created by" line: it covers helpers not yet started
-// (then their frame is New's go wrapper, not helper). Counting them, not
-// runtime.NumGoroutine, keeps other goroutines out; and Close returns once
-// the helpers are done, a moment before they are gone, which under -race
-// is long enough to be seen.
-func helperGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "created by github.com/sqc-dev/sqc/runtime/pool.New ")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
-
-// waitForHelpers waits up to 5 s for exactly want helper goroutines and
-// returns how many there are.
-func waitForHelpers(want int) int {
-	deadline := time.Now().Add(5 * time.Second)
-	got := helperGoroutines()
-	for got != want && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-		got = helperGoroutines()
-	}
-	return got
-}
+// poolNew is the creator of every helper goroutine.
+const poolNew = "github.com/sqc-dev/sqc/runtime/pool.New"
 
 func TestNoGoroutineLeakAfterClose(t *testing.T) {
-	if got := waitForHelpers(0); got != 0 {
+	if got := goroutines.WaitCreatedBy(poolNew, 0, 5*time.Second); got != 0 {
 		t.Fatalf("%d helper goroutines of earlier tests' pools still run 5 s after their Close", got)
 	}
 	p := New(6)
 	defer p.Close() // on failure, so later tests see no stray helpers
 	checkRun(t, p, 100)
-	if got := helperGoroutines(); got != 5 {
+	if got := goroutines.CreatedBy(poolNew); got != 5 {
 		t.Fatalf("New(6) started %d helper goroutines, want 5", got)
 	}
 	p.Close()
 	p.Close() // idempotent
-	if got := waitForHelpers(0); got != 0 {
+	if got := goroutines.WaitCreatedBy(poolNew, 0, 5*time.Second); got != 0 {
 		t.Fatalf("%d helper goroutines still run 5 s after Close", got)
 	}
 	// Run after Close still does the work, on the caller.
