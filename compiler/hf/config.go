@@ -26,6 +26,7 @@ const (
 	ModelModernBERT = "modernbert"
 	ModelGTE        = "new"        // Alibaba-NLP/new-impl's NewModel (GTE v1.5, gte-multilingual)
 	ModelNomicBERT  = "nomic_bert" // nomic-ai/nomic-bert-2048's NomicBertModel (nomic-embed-text-v1, v1.5)
+	ModelDeBERTaV2  = "deberta-v2" // DeBERTa-v2 and v3
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -47,6 +48,8 @@ const (
 	ArchGTEForSequence        = "NewForSequenceClassification"
 	ArchNomicBertModel        = "NomicBertModel"
 	ArchNomicBertForSequence  = "NomicBertForSequenceClassification"
+	ArchDebertaV2Model        = "DebertaV2Model"
+	ArchDebertaV2ForSequence  = "DebertaV2ForSequenceClassification"
 
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
@@ -69,13 +72,14 @@ var architecturesByType = map[string][]string{
 	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence},
 	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
 	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
+	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
 	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence,
-	ArchJinaBertForSequence, ArchGTEForSequence, ArchNomicBertForSequence}
+	ArchJinaBertForSequence, ArchGTEForSequence, ArchNomicBertForSequence, ArchDebertaV2ForSequence}
 
 // mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
 // word and position tables and position ids.
@@ -116,7 +120,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT, ModelGTE or ModelNomicBERT
+	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT, ModelGTE, ModelNomicBERT or ModelDeBERTaV2
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -128,8 +132,9 @@ type Config struct {
 	TypeVocabSize    int // bert and roberta: token type (segment) embeddings rows
 	// EmbeddingSize is ELECTRA's embedding_size, the width of its
 	// embedding tables and their LayerNorm, projected to HiddenSize
-	// (embeddings_project) where it differs; 0 (every other family): the
-	// hidden size. EmbeddingWidth gives the width either way.
+	// (embeddings_project) where it differs, or DeBERTa's (its tables
+	// projected by embed_proj before the LayerNorm); 0 (every other
+	// family): the hidden size. EmbeddingWidth gives the width either way.
 	EmbeddingSize int
 	// PadTokenID is pad_token_id, used by the RoBERTa family only (and
 	// MPNet, whose embeddings fix it at 1 whatever config.json says): it
@@ -163,6 +168,9 @@ type Config struct {
 	// Nomic is NomicBertConfig's own part (model_type "nomic_bert"; zero
 	// for every other family).
 	Nomic NomicConfig
+	// DeBERTa is DebertaV2Config's own part (model_type "deberta-v2";
+	// zero for every other family).
+	DeBERTa DeBERTaConfig
 
 	// Labels are id2label in index order; their count is the classifier's
 	// output width. Used only by *ForSequenceClassification.
@@ -213,14 +221,19 @@ func (c *Config) OffsetsPositions() bool { return c.IsRoBERTa() || c.ModelType =
 // hasTypeTable reports whether the model has token type embeddings
 // (type_vocab_size): every family with BERT's keys but MPNet.
 func (c *Config) hasTypeTable() bool {
-	return c.hasBertKeys() && c.ModelType != ModelMPNet && c.ModelType != ModelModernBERT && (!c.rotaryTypes() || c.TypeVocabSize > 0)
+	return c.hasBertKeys() && c.ModelType != ModelMPNet && c.ModelType != ModelModernBERT && (!c.optionalTypes() || c.TypeVocabSize > 0)
 }
 
 // HasTokenTypeIDs reports whether the model takes a token_type_ids input
 // (BERT and ELECTRA; the RoBERTa family and DistilBERT do not).
 func (c *Config) HasTokenTypeIDs() bool {
-	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA || c.rotaryTypes() && c.TypeVocabSize > 0
+	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA || c.optionalTypes() && c.TypeVocabSize > 0
 }
+
+// optionalTypes reports whether the model has a token type table only
+// where type_vocab_size is positive: GTE, NomicBERT and DeBERTa (v3 has
+// none).
+func (c *Config) optionalTypes() bool { return c.rotaryTypes() || c.ModelType == ModelDeBERTaV2 }
 
 // rotaryTypes reports whether the model is GTE or NomicBERT: rotary
 // positions, and a token type table only where type_vocab_size is
@@ -283,6 +296,9 @@ func (c *Config) ParamPrefix() string {
 	if c.ModelType == ModelNomicBERT {
 		return "bert." // NomicBertForSequenceClassification.bert
 	}
+	if c.ModelType == ModelDeBERTaV2 {
+		return "deberta." // DebertaV2PreTrainedModel.base_model_prefix
+	}
 	return c.ModelType + "."
 }
 
@@ -336,6 +352,8 @@ type rawConfig struct {
 	PackQKV            *bool    `json:"pack_qkv"`
 	// NomicBertConfig (GPT2Config) keys.
 	nomicRaw
+	// DebertaV2Config keys.
+	debertaRaw
 
 	// DistilBertConfig keys.
 	Dim        *int    `json:"dim"`
@@ -447,6 +465,10 @@ func ParseConfig(data []byte, path string) (Config, error) {
 		}
 	case ModelNomicBERT:
 		if err := parseNomic(&cfg, raw, path); err != nil {
+			return Config{}, err
+		}
+	case ModelDeBERTaV2:
+		if err := parseDeBERTa(&cfg, raw, path); err != nil {
 			return Config{}, err
 		}
 	case ModelDistilBERT:
@@ -601,7 +623,7 @@ func (c *Config) Validate() error {
 		// and divides by it.
 		sizes = append(sizes, bounded{"relative_attention_num_buckets", c.RelativeBuckets, 4, maxDim})
 	}
-	if c.ModelType == ModelELECTRA {
+	if c.ModelType == ModelELECTRA || c.ModelType == ModelDeBERTaV2 && c.EmbeddingSize != 0 {
 		sizes = append(sizes, bounded{"embedding_size", c.EmbeddingSize, 1, maxDim})
 	} else if c.EmbeddingSize != 0 {
 		return fail("embedding_size", "%d given for model_type %q, which has no embeddings projection", c.EmbeddingSize, c.ModelType)
@@ -635,6 +657,11 @@ func (c *Config) Validate() error {
 	}
 	if c.ModelType == ModelNomicBERT {
 		if err := c.validateNomic(fail); err != nil {
+			return err
+		}
+	}
+	if c.ModelType == ModelDeBERTaV2 {
+		if err := c.validateDeBERTa(fail); err != nil {
 			return err
 		}
 	}
@@ -714,6 +741,9 @@ func (c *Config) parameterCount() int64 {
 	}
 	if c.ModelType == ModelNomicBERT {
 		return c.nomicParameters()
+	}
+	if c.ModelType == ModelDeBERTaV2 {
+		return c.debertaParameters()
 	}
 	if c.IsJina() {
 		// Word and type tables and their norm; per layer Q, K, V and the

@@ -152,6 +152,8 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildGTE(b, prefix)
 	case ModelNomicBERT:
 		buildNomicBERT(b, prefix)
+	case ModelDeBERTaV2:
+		buildDeBERTa(b, prefix)
 	}
 	if b.err != nil {
 		return nil, b.err

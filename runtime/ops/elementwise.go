@@ -233,6 +233,40 @@ func neg(c *call) ([]*Tensor, error) {
 
 func negT[T number](v T) T { return -v }
 
+// sign is ONNX Sign: -1, 0 or 1 by the sign of X (NaN stays NaN, as in
+// torch.sign).
+func sign(c *call) ([]*Tensor, error) {
+	x := c.in[0]
+	switch x.DType {
+	case Float32:
+		return []*Tensor{unaryApply(x, signT[float32])}, nil
+	case Float64:
+		return []*Tensor{unaryApply(x, signT[float64])}, nil
+	case Int64:
+		return []*Tensor{unaryApply(x, signT[int64])}, nil
+	case Int32:
+		return []*Tensor{unaryApply(x, signT[int32])}, nil
+	case Int8:
+		return []*Tensor{unaryApply(x, signT[int8])}, nil
+	case Uint8:
+		return []*Tensor{unaryApply(x, signT[uint8])}, nil
+	}
+	return nil, unsupported(x.DType)
+}
+
+func signT[T number](v T) T {
+	var one T = 1
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -one // never reached for uint8
+	case v == 0:
+		return 0
+	}
+	return v // NaN
+}
+
 // abs is ONNX Abs. The most negative integer stays itself, as in
 // two's complement (and numpy, torch and ONNX Runtime).
 func abs(c *call) ([]*Tensor, error) {

@@ -39,3 +39,34 @@ func TestMinMaxAbs(t *testing.T) {
 		t.Errorf("Log(0, e) = %v", got[0].F32)
 	}
 }
+
+// TestSignCeilFloor: Sign is -1, 0 or 1 (NaN stays NaN) on floats and
+// integers; Ceil and Floor round toward +Inf and -Inf, -0.5 to -0.
+func TestSignCeilFloor(t *testing.T) {
+	nan := float32(math.NaN())
+	x := &Tensor{DType: Float32, Shape: []int64{6}, F32: []float32{-2.5, -0.5, 0, 0.25, 3, nan}}
+	for op, want := range map[string][]float32{
+		"Sign":  {-1, -1, 0, 1, 1, nan},
+		"Ceil":  {-2, float32(math.Copysign(0, -1)), 0, 1, 3, nan},
+		"Floor": {-3, -1, 0, 0, 3, nan},
+	} {
+		got, err := (&Node{Op: op}).Eval([]*Tensor{x}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			g := got[0].F32[i]
+			if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+				t.Errorf("%s(%v) = %v, want %v", op, x.F32[i], g, w)
+			}
+		}
+	}
+	i64 := &Tensor{DType: Int64, Shape: []int64{3}, I64: []int64{-7, 0, 9}}
+	got, err := (&Node{Op: "Sign"}).Eval([]*Tensor{i64}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got[0].I64; g[0] != -1 || g[1] != 0 || g[2] != 1 {
+		t.Errorf("Sign(i64 -7, 0, 9) = %v", g)
+	}
+}

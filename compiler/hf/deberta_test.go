@@ -1,0 +1,117 @@
+package hf
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/compiler/interp"
+	"github.com/sqc-dev/sqc/compiler/onnx"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+)
+
+// TestDeBERTaConfig: DebertaV2Config's keys land in Config with its class
+// defaults and pos_att_type in both of its forms; what sqc does not
+// compute is refused naming the key.
+func TestDeBERTaConfig(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testmodels.TinyDir(t, testmodels.TinyDeBERTaBase), ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(key string, value any) (Config, error) { return parseConfigWith(t, data, key, value) }
+	cfg, err := parse("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.DeBERTa
+	if cfg.HiddenSize != 32 || cfg.NumLayers != 2 || cfg.NumHeads != 4 || cfg.LayerNormEps != 1e-7 || cfg.HasTokenTypeIDs() ||
+		!d.RelativeAttention || d.AttSpan() != 8 || d.MaxRelativePositions != 64 || !d.NormRelEmbeddings || !d.ShareAttKey ||
+		d.PositionBiasedInput || len(d.PosAttTypes) != 2 || d.PoolerAct != ActGELU {
+		t.Errorf("parsed %+v", cfg)
+	}
+	for _, c := range []struct {
+		key   string
+		value any
+		check func(Config) bool
+	}{
+		{"pos_att_type", "c2p|P2C", func(c Config) bool { return c.DeBERTa.has(debertaC2P) && c.DeBERTa.has(debertaP2C) }},
+		{"pos_att_type", []string{"c2p"}, func(c Config) bool { return c.DeBERTa.has(debertaC2P) && !c.DeBERTa.has(debertaP2C) }},
+		{"pos_att_type", nil, func(c Config) bool { return len(c.DeBERTa.PosAttTypes) == 0 }},
+		{"position_buckets", -1, func(c Config) bool { return c.DeBERTa.AttSpan() == 64 }}, // max_relative_positions -1: the positions
+		{"max_relative_positions", 32, func(c Config) bool { return c.DeBERTa.MaxRelativePositions == 32 }},
+		{"relative_attention", nil, func(c Config) bool { return !c.DeBERTa.RelativeAttention }}, // the class default
+		{"position_biased_input", nil, func(c Config) bool { return c.DeBERTa.PositionBiasedInput }},
+		{"type_vocab_size", 2, func(c Config) bool { return c.HasTokenTypeIDs() }},
+		{"embedding_size", 16, func(c Config) bool { return c.EmbeddingWidth() == 16 }},
+		{"embedding_size", 32, func(c Config) bool { return c.EmbeddingSize == 0 }},
+	} {
+		cfg, err := parse(c.key, c.value)
+		if err != nil || !c.check(cfg) {
+			t.Errorf("%s = %v: %+v, %v", c.key, c.value, cfg.DeBERTa, err)
+		}
+	}
+	for _, c := range []struct {
+		key   string
+		value any
+		want  []string
+	}{
+		{"conv_kernel_size", 3, []string{"conv_kernel_size", "convolution"}},
+		{"attention_head_size", 16, []string{"attention_head_size"}},
+		{"pooler_hidden_size", 64, []string{"pooler_hidden_size"}},
+		{"pos_att_type", "c2p|p2p", []string{"pos_att_type", "p2p"}},
+		{"pos_att_type", 3, []string{"pos_att_type"}},
+		{"pooler_hidden_act", "tanhh", []string{"pooler_hidden_act", "tanhh"}},
+		{"max_relative_positions", 4, []string{"max_relative_positions"}}, // no room for log buckets beyond 4
+		{"position_buckets", 1, []string{"position_buckets"}},
+	} {
+		_, err := parse(c.key, c.value)
+		wantRefusal(t, fmt.Sprintf("%s = %v", c.key, c.value), err, c.want...)
+	}
+}
+
+// TestTinyDeBERTaMatchesTorch: the FP32 interpreter on the graph built
+// from config.json + model.safetensors, and on the torch.onnx export's
+// graph, reproduces PyTorch's outputs on the reference batch's real tokens
+// (transformers masks DeBERTa's padded queries too: see buildDeBERTa).
+func TestTinyDeBERTaMatchesTorch(t *testing.T) {
+	for _, name := range testmodels.TinyDeBERTaModels {
+		t.Run(name, func(t *testing.T) {
+			dir, ref := loadTiny(t, name)
+			hg, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRealRows(t, "safetensors", hg, ref)
+			og, err := onnx.Load(filepath.Join(dir, "model.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameInterface(t, hg, og)
+			checkRealRows(t, "onnx", og, ref)
+		})
+	}
+}
+
+// checkRealRows runs g on the reference batch and compares every reference
+// output on real tokens within referenceTolerance.
+func checkRealRows(t *testing.T, what string, g *compiler.Graph, ref *testmodels.ModelReference) {
+	t.Helper()
+	it, err := interp.New(g)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	out, err := it.Run(ref.Inputs, &interp.Options{Threads: 2})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	mask := ref.Inputs[inAttentionMask]
+	for _, name := range ref.OutputNames() {
+		d := testmodels.TensorMaxAbsDiff(testmodels.RealRows(out[name], mask), testmodels.RealRows(ref.Outputs[name], mask))
+		t.Logf("%s: %s max |sqc - torch| on real tokens = %.3g", what, name, d)
+		if !(d <= referenceTolerance) {
+			t.Errorf("%s: %s differs from PyTorch by %.3g > %g on real tokens", what, name, d, referenceTolerance)
+		}
+	}
+}
