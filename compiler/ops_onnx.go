@@ -207,6 +207,12 @@ func onnxOps() []*OpDef {
 			Shape:  expandShape,
 		},
 		{
+			Name: "Tile", Since: 6, Doc: "Output = Input repeated repeats[i] times along each axis i (input 1, i64 of the input's rank): out.shape[i] = in.shape[i] * repeats[i].",
+			MinInputs: 2, MaxInputs: 2, MinOutputs: 1, MaxOutputs: 1,
+			DTypes: DTypeRule{In: []string{"T", "i64"}, Out: []string{"T"}},
+			Shape:  tileShape,
+		},
+		{
 			Name: "Range", Since: 11, Doc: "Output = 1-D [start, start+delta, ...) up to limit (exclusive), from scalar inputs start, limit, delta.",
 			MinInputs: 3, MaxInputs: 3, MinOutputs: 1, MaxOutputs: 1,
 			DTypes: DTypeRule{In: []string{"T", "T", "T"}, Out: []string{"T"},

@@ -817,6 +817,38 @@ func expandShape(a *InferArgs) ([]Inferred, error) {
 	return one(out), nil
 }
 
+// tileShape: each dim times its repeat count; a dim of 1 takes the count's
+// symbol and a count of 1 keeps the dim, so a Tile by [batch, 1, 1] of a
+// per-head table is [batch·heads, ...] only where heads is 1.
+func tileShape(a *InferArgs) ([]Inferred, error) {
+	x := a.in(0).Shape
+	if s, ok := a.in(1).Shape.Static(); ok && x != nil && (len(s) != 1 || s[0] != int64(len(x))) {
+		return nil, fmt.Errorf("%w: Tile repeats of shape %v for a rank-%d input", ErrShapeMismatch, s, len(x))
+	}
+	reps, ok := a.syms(1)
+	if x == nil {
+		return one(nil), nil
+	}
+	if !ok || len(reps) != len(x) {
+		return one(unknownShape(len(x))), nil
+	}
+	out := make(Shape, len(x))
+	for i, d := range x {
+		r := reps[i]
+		switch {
+		case r.IsConst() && r.Val == 1:
+			out[i] = d
+		case d.Size == 1:
+			out[i] = dimFromSym(r)
+		case r.IsConst() && d.Size >= 0:
+			out[i] = Dim{Size: d.Size * r.Val}
+		default:
+			out[i] = unknownDim()
+		}
+	}
+	return one(out), nil
+}
+
 func rangeShape(a *InferArgs) ([]Inferred, error) {
 	for i := range 3 {
 		if err := requireRank(fmt.Sprintf("Range input %d", i), a.in(i).Shape, 0); err != nil {

@@ -41,8 +41,9 @@ func sqcOps() []*OpDef {
 		embeddingsOp(),    // ops_sqc_embed.go
 		layerNormDualOp(), // ops_sqc_layernorm.go
 		layerNormU8Op(),
-		rotaryOp(),    // ops_sqc_rotary.go
-		maskedSumOp(), // ops_sqc_pool.go
+		rotaryOp(),           // ops_sqc_rotary.go
+		maskedSumOp(),        // ops_sqc_pool.go
+		disentangledBiasOp(), // ops_sqc_disentangled.go
 	}
 }
 

@@ -128,6 +128,8 @@ func TestShapeRules(t *testing.T) {
 		{"Min", 14, "input %a: i64[1, sequence, 1]\ninput %b: i64[]\n%y = Min(%a, %b)", "i64[1, sequence, 1]"},
 		{"Abs i64", 14, "input %a: i64[sequence, sequence]\n%y = Abs(%a)", "i64[sequence, sequence]"},
 		{"Log", 14, x + "%y = Log(%x)", "f32[batch, sequence, 8]"},
+		{"Tile by batch", 14, "input %a: f32[1, 6, 8]\ninput %b: i64[batch, sequence]\n%s = Shape(%b)\ninit %zero: i64[1] = [0]\ninit %one: i64[1] = [1]\ninit %two: i64[1] = [2]\n%n = Slice(%s, %zero, %one)\n%r = Concat(%n, %one, %two) {axis=0}\n%y = Tile(%a, %r)", "f32[batch, 6, 16]"},
+		{"Tile unknown counts", 14, "input %a: f32[4, 6]\ninput %r: i64[2]\n%y = Tile(%a, %r)", "f32[?, ?]"},
 		{"Ceil", 14, x + "%y = Ceil(%x)", "f32[batch, sequence, 8]"},
 		{"Floor", 14, x + "%y = Floor(%x)", "f32[batch, sequence, 8]"},
 		{"Sign i64", 14, "input %a: i64[sequence, sequence]\n%y = Sign(%a)", "i64[sequence, sequence]"},

@@ -60,6 +60,10 @@ func Pipeline() []Pass {
 		// layers) becomes a bias beside it, FuseAttention's MPNet form.
 		SplitSlidingWindowMask,
 		FuseAttention,
+		// DeBERTa's relative terms, which the fused attention adds to its
+		// scores, become one op (their own MatMuls then never meet
+		// FuseLinear, whose operands are weights).
+		FuseDisentangledBias,
 		// Whether a position bias may be read per sequence of a packed
 		// batch is a fact about the fused attention's bias input.
 		MarkPositionOnlyBias,

@@ -329,6 +329,16 @@ func (l *lowering) native(i int, n *compiler.Node) (bool, error) {
 			X: l.slot(n.Inputs[0]), Cos: l.slot(n.Inputs[1]),
 			Sin: l.slot(n.Inputs[2]), Out: l.slot(n.Outputs[0])})
 		return true, nil
+	case "sqc.DisentangledBias":
+		slot := func(i int) SlotID {
+			if i >= len(n.Inputs) || n.Inputs[i] == "" {
+				return NoSlot
+			}
+			return l.slot(n.Inputs[i])
+		}
+		l.emit(&DisentangledBiasStep{node: node{n.Name}, Heads: int(n.AttrInt("heads", 0)), Divisor: n.AttrFloat("divisor", 1),
+			Q: slot(0), PosKey: slot(1), C2P: slot(2), K: slot(3), PosQuery: slot(4), P2C: slot(5), Out: l.slot(n.Outputs[0])})
+		return true, nil
 	case "sqc.MaskedSum":
 		if !l.allF32(n.Inputs[0]) || l.dtype(n.Inputs[1]) != compiler.Int64 {
 			return false, nil

@@ -112,7 +112,7 @@ var TinyNomicModels = []string{TinyNomicBase, TinyNomicCls, TinyNomicGelu}
 // Tiny DeBERTa-v2/v3 models (gen/make_deberta.py), kept out of
 // TinyModels: transformers masks DeBERTa's padded queries as well as its
 // keys, so its padded rows differ from what sqc computes for them (no
-// real token reads them); tests compare real tokens (RealRows).
+// real token reads them); tests compare real tokens (compiler.ZeroMaskedTokens).
 const (
 	// deberta-v3's form: log-bucketed relative positions (8 buckets),
 	// shared c2p and p2c projections, normed relative embeddings, no
@@ -287,20 +287,3 @@ func Cosine(a, b *compiler.Tensor) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
-// RealRows returns a copy of t, a per-token output [batch, seq, ...],
-// with the rows of padding (mask 0, mask [batch, seq]) zeroed, so that two
-// outputs compare on real tokens only; other outputs (no seq axis
-// matching the mask's) come back as they are.
-func RealRows(t, mask *compiler.Tensor) *compiler.Tensor {
-	if t == nil || mask == nil || len(t.Shape) < 2 || len(mask.Shape) != 2 || t.Shape[0] != mask.Shape[0] || t.Shape[1] != mask.Shape[1] {
-		return t
-	}
-	out := t.Clone()
-	row := len(t.F32) / len(mask.I64)
-	for i, m := range mask.I64 {
-		if m == 0 {
-			clear(out.F32[i*row : (i+1)*row])
-		}
-	}
-	return out
-}

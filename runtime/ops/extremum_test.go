@@ -2,6 +2,7 @@ package ops
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -68,5 +69,23 @@ func TestSignCeilFloor(t *testing.T) {
 	}
 	if g := got[0].I64; g[0] != -1 || g[1] != 0 || g[2] != 1 {
 		t.Errorf("Sign(i64 -7, 0, 9) = %v", g)
+	}
+}
+
+// TestTile: every axis repeated its count, the input's elements in order
+// within each copy; a repeats length other than the rank is refused.
+func TestTile(t *testing.T) {
+	x := &Tensor{DType: Int64, Shape: []int64{2, 3}, I64: []int64{1, 2, 3, 4, 5, 6}}
+	reps := &Tensor{DType: Int64, Shape: []int64{2}, I64: []int64{2, 2}}
+	got, err := (&Node{Op: "Tile"}).Eval([]*Tensor{x, reps}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}
+	if g := got[0]; len(g.Shape) != 2 || g.Shape[0] != 4 || g.Shape[1] != 6 || !slices.Equal(g.I64, want) {
+		t.Errorf("Tile([[1 2 3] [4 5 6]], [2 2]) = %v %v, want [4 6] %v", g.Shape, g.I64, want)
+	}
+	if _, err := (&Node{Op: "Tile"}).Eval([]*Tensor{x, {DType: Int64, Shape: []int64{1}, I64: []int64{2}}}, Options{}); err == nil {
+		t.Error("Tile with 1 count for a rank-2 input: no error")
 	}
 }

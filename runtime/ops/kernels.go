@@ -100,6 +100,7 @@ var kernels = map[string]kernelSpec{
 	"Slice":     {slice, 1, 5, 1},
 	"Shape":     {shapeOp, 1, 1, 1},
 	"Expand":    {expand, 2, 2, 1},
+	"Tile":      {tile, 2, 2, 1},
 	"Identity":  {identity, 1, 1, 1},
 	"Cast":      {castKernel, 1, 1, 1},
 

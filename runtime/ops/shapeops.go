@@ -412,6 +412,52 @@ func expand(c *call) ([]*Tensor, error) {
 	return one(expandTo(x, shape))
 }
 
+// tile is ONNX Tile: the input repeated repeats[i] times along each axis
+// i, out.shape[i] = in.shape[i] · repeats[i].
+func tile(c *call) ([]*Tensor, error) {
+	x := c.in[0]
+	repeats, err := intValues(c.in[1], "Tile repeats")
+	if err != nil {
+		return nil, err
+	}
+	if len(repeats) != len(x.Shape) {
+		return nil, fmt.Errorf("%w: Tile repeats %v for a rank-%d input", ErrShapeMismatch, repeats, len(x.Shape))
+	}
+	shape := make([]int64, len(x.Shape))
+	for i, r := range repeats {
+		if r < 0 {
+			return nil, fmt.Errorf("%w: Tile repeats %v has a negative count", ErrShapeMismatch, repeats)
+		}
+		shape[i] = x.Shape[i] * r
+	}
+	n, err := CheckedElements(shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkValueShape(shape); err != nil {
+		return nil, err
+	}
+	// Each output index's source: its coordinate modulo the input's dim
+	// on every axis.
+	idx := make([]int, n)
+	coord := make([]int64, len(shape))
+	for o := range idx {
+		src, stride := 0, 1
+		for a := len(shape) - 1; a >= 0; a-- {
+			src += int(coord[a]%x.Shape[a]) * stride
+			stride *= int(x.Shape[a])
+		}
+		idx[o] = src
+		for a := len(shape) - 1; a >= 0; a-- {
+			if coord[a]++; coord[a] < shape[a] {
+				break
+			}
+			coord[a] = 0
+		}
+	}
+	return one(take(x, shape, idx), nil)
+}
+
 // gather is ONNX Gather: out = data.shape[:axis] + indices.shape +
 // data.shape[axis+1:], negative indices counting from the end.
 func gather(c *call) ([]*Tensor, error) {

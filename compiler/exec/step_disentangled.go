@@ -1,0 +1,115 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/nn"
+)
+
+// DisentangledBiasStep is nn.DisentangledBias: sqc.DisentangledBias's
+// DeBERTa relative terms into Out [batch, Heads, seq, seq], the bias of
+// the attention step after it. Q, PosKey and C2P (or K, PosQuery and P2C)
+// are NoSlot where the model has no such term.
+type DisentangledBiasStep struct {
+	node
+	Heads                  int
+	Divisor                float32
+	Q, PosKey, C2P         SlotID
+	K, PosQuery, P2C       SlotID
+	Out                    SlotID
+	dims                   nn.DisentangledDims
+	q, posKey, k, posQuery []float32 // this run's operands, nil for an absent term
+	c2p, p2c               []int64
+}
+
+func (s *DisentangledBiasStep) Call() string { return "nn.DisentangledBias" }
+
+func (s *DisentangledBiasStep) Describe(sl []*Slot) string {
+	name := func(id SlotID) string {
+		if id == NoSlot {
+			return "_"
+		}
+		return slotName(sl, id)
+	}
+	return fmt.Sprintf("%s = %s(%s, %s, %s, %s, %s, %s; heads=%d, divisor=%g)", slotName(sl, s.Out), s.Call(),
+		name(s.Q), name(s.PosKey), name(s.C2P), name(s.K), name(s.PosQuery), name(s.P2C), s.Heads, s.Divisor)
+}
+
+func (s *DisentangledBiasStep) Operands() Operands {
+	return operands(reads(s.Q, s.PosKey, s.C2P, s.K, s.PosQuery, s.P2C), s.Out)
+}
+
+// bind reads the step's operands from p, checking their dtypes and
+// shapes, into s's run fields and s.dims.
+func (s *DisentangledBiasStep) bind(p *Program) error {
+	var shapes [6][]int64
+	s.q, s.posKey, s.k, s.posQuery, s.c2p, s.p2c = nil, nil, nil, nil, nil, nil
+	for i, id := range []SlotID{s.Q, s.PosKey, s.C2P, s.K, s.PosQuery, s.P2C} {
+		if id == NoSlot {
+			continue
+		}
+		t := p.bufs[id]
+		dt := compiler.Float32
+		if i == 2 || i == 5 {
+			dt = compiler.Int64
+		}
+		if err := want(t, "DisentangledBias operand", dt, 0); err != nil {
+			return err
+		}
+		shapes[i] = t.Shape
+		switch i {
+		case 0:
+			s.q = t.F32
+		case 1:
+			s.posKey = t.F32
+		case 2:
+			s.c2p = t.I64
+		case 3:
+			s.k = t.F32
+		case 4:
+			s.posQuery = t.F32
+		case 5:
+			s.p2c = t.I64
+		}
+	}
+	size, err := compiler.DisentangledBiasShapes(int64(s.Heads), shapes)
+	if err != nil {
+		return err
+	}
+	width := s.Heads * size.HeadSize
+	s.dims = nn.DisentangledDims{Batch: size.Batch, Seq: size.Seq, Heads: s.Heads, HeadDim: size.HeadSize, Rows: size.Rows,
+		QStride: width, KStride: width, Divisor: s.Divisor}
+	return nil
+}
+
+func (s *DisentangledBiasStep) run(p *Program) error {
+	if err := s.bind(p); err != nil {
+		return err
+	}
+	d := &s.dims
+	out := p.bufs[s.Out]
+	resize(out, compiler.Float32, int64(d.Batch), int64(d.Heads), int64(d.Seq), int64(d.Seq))
+	p.scratch = grow(p.scratch, nn.DisentangledScratchLen(p.pool.Workers(), d.Rows, d.HeadDim))
+	if err := nn.DisentangledBias(p.pool, p.scratch, out.F32, s.q, s.posKey, s.c2p, s.k, s.posQuery, s.p2c, d); err != nil {
+		return fmt.Errorf("%w: %v", compiler.ErrInvalidRequest, err)
+	}
+	return nil
+}
+
+// cost: per term and head, a dot product of HeadDim for each query (or
+// key) and relative distance a sequence has (2·seq - 1 at most, the
+// embedding rows at most), then one division and sum per output value.
+func (s *DisentangledBiasStep) cost(p *Program) Cost {
+	d := s.dims
+	terms := 0
+	for _, id := range []SlotID{s.Q, s.K} {
+		if id != NoSlot {
+			terms++
+		}
+	}
+	distances := min(2*d.Seq-1, d.Rows)
+	dots := float64(terms * d.Batch * d.Heads * d.Seq * distances)
+	return Cost{Kind: KindAttention, Label: fmt.Sprintf("DisentangledBias %dx%d", s.Heads, d.HeadDim),
+		Ops: dots*2*float64(d.HeadDim) + 2*float64(terms*d.Batch*d.Heads*d.Seq*d.Seq), Bytes: p.operandBytes(s)}
+}

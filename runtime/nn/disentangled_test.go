@@ -1,0 +1,164 @@
+package nn
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/pool"
+)
+
+// disentangledCase is a DisentangledBias call: batch, seq, heads, head
+// size, embedding rows, the row strides' padding, and which terms.
+type disentangledCase struct {
+	name                        string
+	batch, seq, heads, hd, rows int
+	pad                         int
+	c2p, p2c                    bool
+	exactSpan                   int // the index tables: clamp(span ± (i - j))
+	divisor                     float32
+}
+
+// disentangledData makes the case's operands: q and k with padded rows,
+// the embeddings, and DeBERTa's tables clamp(span + i - j) (c2p) and
+// clamp(span - (j - i)) read at [j, i] (p2c), clamped to the rows.
+func disentangledData(c disentangledCase) (d *DisentangledDims, q, posKey []float32, c2p []int64, k, posQuery []float32, p2c []int64) {
+	width := c.heads * c.hd
+	d = &DisentangledDims{Batch: c.batch, Seq: c.seq, Heads: c.heads, HeadDim: c.hd, Rows: c.rows,
+		QStride: width + c.pad, KStride: width + 2*c.pad, Divisor: c.divisor}
+	clamp := func(v int) int64 { return int64(min(max(v, 0), c.rows-1)) }
+	table := func(sign int) []int64 {
+		t := make([]int64, c.seq*c.seq)
+		for i := range c.seq {
+			for j := range c.seq {
+				t[i*c.seq+j] = clamp(c.exactSpan + sign*(i-j))
+			}
+		}
+		return t
+	}
+	if c.c2p {
+		q = randSlice(31, c.batch*c.seq*d.QStride, -2, 2)
+		posKey = randSlice(32, c.rows*width, -2, 2)
+		c2p = table(1)
+	}
+	if c.p2c {
+		k = randSlice(33, c.batch*c.seq*d.KStride, -2, 2)
+		posQuery = randSlice(34, c.rows*width, -2, 2)
+		p2c = table(-1)
+	}
+	return d, q, posKey, c2p, k, posQuery, p2c
+}
+
+// disentangledReference is DisentangledBias's formula, one value at a time.
+func disentangledReference(d *DisentangledDims, q, posKey []float32, c2p []int64, k, posQuery []float32, p2c []int64) []float32 {
+	s, hd, width := d.Seq, d.HeadDim, d.Heads*d.HeadDim
+	dot := func(x, y []float32) float32 {
+		var acc float32
+		for c := range hd {
+			acc += float32(x[c] * y[c])
+		}
+		return acc
+	}
+	out := make([]float32, d.Batch*d.Heads*s*s)
+	for b := range d.Batch {
+		for h := range d.Heads {
+			for i := range s {
+				for j := range s {
+					var v float32
+					switch {
+					case q != nil && k != nil:
+						v = dot(q[(b*s+i)*d.QStride+h*hd:], posKey[int(c2p[i*s+j])*width+h*hd:])/d.Divisor +
+							dot(k[(b*s+j)*d.KStride+h*hd:], posQuery[int(p2c[j*s+i])*width+h*hd:])/d.Divisor
+					case q != nil:
+						v = dot(q[(b*s+i)*d.QStride+h*hd:], posKey[int(c2p[i*s+j])*width+h*hd:]) / d.Divisor
+					default:
+						v = dot(k[(b*s+j)*d.KStride+h*hd:], posQuery[int(p2c[j*s+i])*width+h*hd:]) / d.Divisor
+					}
+					out[((b*d.Heads+h)*s+i)*s+j] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestDisentangledBias: every kernel set gives the reference's bits with
+// both terms or one, sequences that are not a multiple of 16 rows (a
+// block's lanes past the sequence), padded row strides, tables that clamp
+// at both ends and ones that reach only the middle rows, with and
+// without a pool; the output is written in full (no guard value left).
+func TestDisentangledBias(t *testing.T) {
+	for _, c := range []disentangledCase{
+		{"both terms", 2, 21, 3, 8, 16, 3, true, true, 8, 4.898979},
+		{"c2p only, one row", 1, 1, 2, 16, 4, 0, true, false, 2, 2},
+		{"p2c only, 33 rows", 2, 33, 2, 64, 512, 1, false, true, 256, 13.856406},
+		{"clamped tables", 1, 40, 4, 8, 12, 0, true, true, 6, 1.7320508},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, q, posKey, c2p, k, posQuery, p2c := disentangledData(c)
+			want := disentangledReference(d, q, posKey, c2p, k, posQuery, p2c)
+			for _, kern := range append(implementations(t), goKernels()) {
+				withPools(t, func(t *testing.T, p *pool.Pool) {
+					workers := 1
+					if p != nil {
+						workers = p.Workers()
+					}
+					got := make([]float32, len(want))
+					for i := range got {
+						got[i] = 12345
+					}
+					scratch := make([]float32, DisentangledScratchLen(workers, d.Rows, d.HeadDim))
+					if err := disentangledBias(kern, p, scratch, got, q, posKey, c2p, k, posQuery, p2c, d); err != nil {
+						t.Fatal(err)
+					}
+					sameBits(t, kern.name, got, want)
+				})
+			}
+		})
+	}
+}
+
+// TestDisentangledBiasRefusesIndices: an index outside the embedding rows
+// is an error naming the table, and nothing is written.
+func TestDisentangledBiasRefusesIndices(t *testing.T) {
+	c := disentangledCase{"", 1, 5, 2, 8, 6, 0, true, true, 3, 2}
+	for _, bad := range []struct {
+		table string
+		value int64
+		want  string
+	}{{"c2p", -1, "c2p index -1 is negative"}, {"p2c", 6, "p2c index 6 is past the 6"}} {
+		d, q, posKey, c2p, k, posQuery, p2c := disentangledData(c)
+		if bad.table == "c2p" {
+			c2p[7] = bad.value
+		} else {
+			p2c[7] = bad.value
+		}
+		out := make([]float32, d.Batch*d.Heads*d.Seq*d.Seq)
+		err := DisentangledBias(nil, make([]float32, DisentangledScratchLen(1, d.Rows, d.HeadDim)), out, q, posKey, c2p, k, posQuery, p2c, d)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s[7] = %d: err = %v, want %q", bad.table, bad.value, err, bad.want)
+		}
+		for i, v := range out {
+			if v != 0 {
+				t.Fatalf("%s[7] = %d: out[%d] = %g written", bad.table, bad.value, i, v)
+			}
+		}
+	}
+}
+
+// TestDisentangledBiasDoesNotAllocate: the call's state is recycled.
+func TestDisentangledBiasDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops recycled items at random")
+	}
+	c := disentangledCase{"", 2, 24, 2, 16, 32, 0, true, true, 16, 2}
+	d, q, posKey, c2p, k, posQuery, p2c := disentangledData(c)
+	p := pool.New(2)
+	defer p.Close()
+	out := make([]float32, d.Batch*d.Heads*d.Seq*d.Seq)
+	scratch := make([]float32, DisentangledScratchLen(2, d.Rows, d.HeadDim))
+	if a := testing.AllocsPerRun(50, func() {
+		_ = DisentangledBias(p, scratch, out, q, posKey, c2p, k, posQuery, p2c, d)
+	}); a != 0 {
+		t.Errorf("%g allocations per call", a)
+	}
+}
