@@ -27,9 +27,9 @@ const opDisentangledBias = "sqc.DisentangledBias"
 // disentangledTerm is one matched term.
 type disentangledTerm struct {
 	rows, emb, index string // q or k, the re-laid embeddings, I or J
-	heads                int64
-	divisor              float32
-	transposed           bool // p2c
+	heads            int64
+	divisor          float32
+	transposed       bool // p2c
 }
 
 func fuseDisentangledBias(g *compiler.Graph) (bool, error) {

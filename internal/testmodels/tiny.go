@@ -286,4 +286,3 @@ func Cosine(a, b *compiler.Tensor) float64 {
 	}
 	return dot / math.Sqrt(na*nb)
 }
-
