@@ -261,11 +261,17 @@ func (g *gen) workspace(f *jen.File) {
 		args := func() []jen.Code {
 			return []jen.Code{jen.Id("m").Dot("pool").Dot("Workers").Call(), jen.Id("MaxSequence"), jen.Id("maxHeadDim")}
 		}
-		fp32 := jen.Qual(pkgNN, "AttentionScratchLen").Call(args()...)
-		if !g.pl.int8Attention {
-			return fp32
+		lens := []jen.Code{jen.Qual(pkgNN, "AttentionScratchLen").Call(args()...)}
+		if g.pl.int8Attention {
+			lens = append(lens, jen.Qual(pkgNN, "AttentionInt8ScratchLen").Call(args()...))
 		}
-		return jen.Id("max").Call(fp32, jen.Qual(pkgNN, "AttentionInt8ScratchLen").Call(args()...))
+		if g.pl.relativeRows > 0 {
+			lens = append(lens, jen.Qual(pkgNN, "DisentangledScratchLen").Call(jen.Id("m").Dot("pool").Dot("Workers").Call(), jen.Lit(g.pl.relativeRows), jen.Id("maxHeadDim")))
+		}
+		if len(lens) == 1 {
+			return lens[0].(*jen.Statement)
+		}
+		return jen.Id("max").Call(lens...)
 	}
 	vals := jen.Dict{
 		jen.Id("ids"):   jen.Make(jen.Index().Int64(), jen.Id("MaxBatch").Op("*").Id("MaxSequence")),

@@ -49,6 +49,10 @@ type plan struct {
 	// int8Attention: some attention step is INT8 (its scratch is
 	// nn.AttentionInt8ScratchLen's).
 	int8Attention bool
+	// relativeRows is the most relative embedding rows of a
+	// DisentangledBias step (0: none), whose scratch is
+	// nn.DisentangledScratchLen's.
+	relativeRows int
 }
 
 // extent is a buffer's length in elements: Elems, times the batch size

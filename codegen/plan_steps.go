@@ -62,6 +62,22 @@ func (pl *plan) step(i int, st exec.Step) error {
 				return fmt.Errorf("codegen: step #%d (node %q): %w", i, s.Node, err)
 			}
 		}
+	case *exec.DisentangledBiasStep:
+		// exec's DisentangledBiasStep.run: rows [batch, seq, heads*d] and
+		// embeddings [rows, heads*d] per term, on the padded batch.
+		for _, t := range [][2]exec.SlotID{{s.Q, s.PosKey}, {s.K, s.PosQuery}} {
+			if t[0] == exec.NoSlot {
+				continue
+			}
+			x, emb := pl.slots[t[0]], pl.slots[t[1]]
+			if x.extent != (extent{Batch: true, Seq: 1, Elems: x.width}) || s.Heads <= 0 || x.width%s.Heads != 0 ||
+				len(emb.shape) != 2 || !emb.shape[0].Known() || emb.width != x.width || emb.home != homeWeight {
+				return fmt.Errorf("%w: codegen: step #%d (node %q): relative terms of %s with embeddings %s and %d heads",
+					compiler.ErrUnsupportedOp, i, s.Node, x.shape, emb.shape, s.Heads)
+			}
+			pl.maxHeadDim = max(pl.maxHeadDim, x.width/s.Heads)
+			pl.relativeRows = max(pl.relativeRows, int(emb.shape[0].Size))
+		}
 	case *exec.EmbedStep:
 		pl.addParams(s, "embeddings", pkgNN, "Embeddings", pl.embedParams(s))
 		e := &s.Params
