@@ -17,7 +17,8 @@ func disentangledBiasOp() *OpDef {
 			"Y [batch, heads, seq, seq] = c2p + p2c with c2p[b,h,i,j] = float32(dot(Q[b,i,h], PosKey[C2PIndex[i,j],h]) / divisor) and " +
 			"p2c[b,h,i,j] = float32(dot(K[b,j,h], PosQuery[P2CIndex[j,i],h]) / divisor), X[.,h] being columns h*d .. (h+1)*d; " +
 			"inputs 0-2 (c2p) or 3-5 (p2c) may be omitted, and Y is then the other term. runtime/nn.DisentangledBias defines the bits.",
-		MinInputs: 3, MaxInputs: 6, MinOutputs: 1, MaxOutputs: 1,
+		// Either term's inputs may be omitted; Check requires one of them.
+		MinInputs: 0, MaxInputs: 6, MinOutputs: 1, MaxOutputs: 1,
 		Attrs:  []AttrSpec{{Name: "heads", Kind: AttrInt, Required: true}, {Name: "divisor", Kind: AttrFloat, Required: true}},
 		DTypes: DTypeRule{In: []string{"f32", "f32", "i64", "f32", "f32", "i64"}, Out: []string{"f32"}},
 		Shape:  disentangledBiasShape,

@@ -68,6 +68,18 @@ var presets = map[string]Config{
 		MaxPositions: 8192, TypeVocabSize: 2, HiddenAct: ActSILU, LayerNormEps: 1e-12,
 		Nomic: NomicConfig{ActivationFunction: nomicSwiGLU, RotaryBase: 1000},
 	},
+	// microsoft/deberta-v3-base and the classifiers and rerankers tuned
+	// from it (mxbai-rerank-base-v1, the NLI cross-encoders): 128k
+	// SentencePiece vocabulary, no token types or absolute positions,
+	// c2p and p2c over 256 log buckets (span 256, 512 positions), shared
+	// key and query projections, normed relative embeddings.
+	"deberta-v3-base": {
+		ModelType: ModelDeBERTaV2, Architecture: ArchDebertaV2ForSequence,
+		VocabSize: 128100, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 512, HiddenAct: ActGELU, LayerNormEps: 1e-7,
+		DeBERTa: DeBERTaConfig{RelativeAttention: true, PosAttTypes: []string{debertaP2C, debertaC2P}, PositionBuckets: 256,
+			MaxRelativePositions: 512, NormRelEmbeddings: true, ShareAttKey: true, PoolerAct: ActGELU},
+	},
 }
 
 // modernBertPreset is ModernBertConfig's defaults at a size: every third
@@ -127,5 +139,6 @@ func Preset(name string) (Config, error) {
 	}
 	c.Labels = []string{"LABEL_0", "LABEL_1"}
 	c.ModernBERT.Sliding = slices.Clone(c.ModernBERT.Sliding) // the caller's own
+	c.DeBERTa.PosAttTypes = slices.Clone(c.DeBERTa.PosAttTypes)
 	return c, nil
 }
