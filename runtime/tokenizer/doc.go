@@ -6,7 +6,7 @@
 //   - tokenizer.json (FromTokenizerJSON): the HuggingFace tokenizers
 //     library's pipeline, matched against that library;
 //   - vocab.txt (FromVocabFile, FromVocab): transformers' BertTokenizer;
-//   - sentencepiece.bpe.model and spiece.model (FromSentencePieceFile):
+//   - sentencepiece.bpe.model, spiece.model and spm.model (FromSentencePieceFile):
 //     SentencePiece unigram models as transformers' slow tokenizers use
 //     them, matched against the SentencePiece library.
 //
@@ -96,8 +96,9 @@
 // library's mixed float/double arithmetic, so near-ties fall the same way.
 // sentencepiece.bpe.model gets XLM-RoBERTa's fairseq ids (<s> <pad> </s>
 // <unk>, the pieces shifted by one, <mask> last, <mask> taking the space
-// before it) and <s> A </s> (</s> B </s>); other names keep the model's
-// ids with T5's A </s> (B </s>). Pairs truncate as transformers' loop does.
+// before it) and <s> A </s> (</s> B </s>); spm.model keeps the model's ids
+// with DeBERTa-v2/v3's [CLS] A [SEP] (B [SEP], type id 1), [MASK] after
+// the pieces; other names keep the model's ids with T5's A </s> (B </s>). Pairs truncate as transformers' loop does.
 // Unigram models only; user-defined pieces are refused.
 //
 // # Offsets

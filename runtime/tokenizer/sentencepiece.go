@@ -135,9 +135,12 @@ func parseSentencePiece(data []byte) (*spModel, error) {
 // as transformers' slow tokenizers use it where no tokenizer.json exists:
 // sentencepiece.bpe.model with XLM-RoBERTa's fairseq layout (<s> <pad>
 // </s> <unk>, the pieces shifted by one, <mask> last; <s> A </s> and
-// <s> A </s> </s> B </s>), any other name (spiece.model) with the model's
-// own ids and T5's A </s> and A </s> B </s> (ALBERT-style models, with
-// [CLS] and [SEP] pieces, are refused). Text runs through the model's
+// <s> A </s> </s> B </s>), spm.model with DeBERTa-v2/v3's (the model's
+// own ids, [MASK] after them where it has none; [CLS] A [SEP] and
+// [CLS] A [SEP] B [SEP], type id 1 from B on, as DebertaV2Tokenizer with
+// its default do_lower_case false), any other name (spiece.model) with the
+// model's own ids and T5's A </s> and A </s> B </s> (ALBERT-style models,
+// with [CLS] and [SEP] pieces, are refused). Text runs through the model's
 // normaliser (its precompiled charsmap, longest match first, whitespace
 // handling and dummy prefix) and the unigram Viterbi search, as the
 // SentencePiece library does; pairs are truncated as transformers does
@@ -152,14 +155,73 @@ func FromSentencePieceFile(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, inFile(path, malformed("", "%v", err))
 	}
-	t, err := newSentencePiece(m, filepath.Base(path) == "sentencepiece.bpe.model")
+	t, err := newSentencePiece(m, spLayoutOf(filepath.Base(path)))
 	if err != nil {
 		return nil, inFile(path, err)
 	}
 	return t, nil
 }
 
-func newSentencePiece(m *spModel, fairseq bool) (*Tokenizer, error) {
+// spLayout is how a SentencePiece file's ids and special tokens are laid
+// out, which transformers decides by the tokenizer class and sqc by the
+// file's name.
+type spLayout int
+
+const (
+	spLayoutT5      spLayout = iota // spiece.model and any other name
+	spLayoutFairseq                 // sentencepiece.bpe.model: XLM-RoBERTa, CamemBERT
+	spLayoutDeBERTa                 // spm.model: DeBERTa-v2 and v3
+)
+
+// spTemplate sets t's templates and padding id for a layout other than
+// fairseq's, with special giving a piece's id (-1: none).
+func spTemplate(t *Tokenizer, layout spLayout, special func(string) int32) error {
+	if layout == spLayoutDeBERTa {
+		cls, sep := special("[CLS]"), special("[SEP]")
+		for name, id := range map[string]int32{`"[CLS]"`: cls, `"[SEP]"`: sep} {
+			if id < 0 {
+				return badInput("", name, ErrMissingToken)
+			}
+		}
+		t.single = template{{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep}}}
+		t.pair = template{{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep}},
+			{seq: 1, typeID: 1}, {seq: seqSpecial, ids: []int32{sep}, typeID: 1}}
+		if id := special("[PAD]"); id >= 0 {
+			t.pad = id
+		}
+		return nil
+	}
+	// ALBERT's spiece.model has [CLS] and [SEP]: its slow tokenizer
+	// lowercases and uses BERT's template, which is not this layout.
+	if special("[CLS]") >= 0 && special("[SEP]") >= 0 {
+		return unsupported("pieces", "[CLS] and [SEP] pieces (an ALBERT-style model): only the T5 layout is supported for spiece.model "+
+			"(DeBERTa's is read from a file named spm.model); use the model's tokenizer.json")
+	}
+	eos := special("</s>")
+	if eos < 0 {
+		return badInput("", `"</s>"`, ErrMissingToken)
+	}
+	t.single = template{{seq: 0}, {seq: seqSpecial, ids: []int32{eos}}}
+	t.pair = template{{seq: 0}, {seq: seqSpecial, ids: []int32{eos}}, {seq: 1}, {seq: seqSpecial, ids: []int32{eos}}}
+	if id := special("<pad>"); id >= 0 {
+		t.pad = id
+	}
+	return nil
+}
+
+// spLayoutOf is the layout of a SentencePiece file of the given base name.
+func spLayoutOf(name string) spLayout {
+	switch name {
+	case "sentencepiece.bpe.model":
+		return spLayoutFairseq
+	case "spm.model":
+		return spLayoutDeBERTa
+	}
+	return spLayoutT5
+}
+
+func newSentencePiece(m *spModel, layout spLayout) (*Tokenizer, error) {
+	fairseq := layout == spLayoutFairseq
 	if m.modelType != 1 {
 		names := map[int]string{2: "BPE", 3: "word", 4: "char"}
 		return nil, unsupported("trainer_spec.model_type", "%s (%d): only unigram SentencePiece models are supported", names[m.modelType], m.modelType)
@@ -233,26 +295,20 @@ func newSentencePiece(m *spModel, fairseq bool) (*Tokenizer, error) {
 		t.pair = template{{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep, sep}}, {seq: 1}, {seq: seqSpecial, ids: []int32{sep}}}
 		t.pad = special("<pad>")
 	} else {
-		// ALBERT's spiece.model has [CLS] and [SEP]: its slow tokenizer
-		// lowercases and uses BERT's template, which is not this layout.
-		if _, cls := full["[CLS]"]; cls {
-			if _, sep := full["[SEP]"]; sep {
-				return nil, unsupported("pieces", "[CLS] and [SEP] pieces (an ALBERT-style model): only the T5 layout is supported for spiece.model; use the model's tokenizer.json")
-			}
-		}
 		for i, tp := range types {
 			if tp == spControl || tp == spUnknown {
 				raw = append(raw, addedToken{content: tokens[i], id: int32(i)})
 			}
 		}
-		eos := special("</s>")
-		if eos < 0 {
-			return nil, badInput("", `"</s>"`, ErrMissingToken)
+		if err := spTemplate(t, layout, special); err != nil {
+			return nil, err
 		}
-		t.single = template{{seq: 0}, {seq: seqSpecial, ids: []int32{eos}}}
-		t.pair = template{{seq: 0}, {seq: seqSpecial, ids: []int32{eos}}, {seq: 1}, {seq: seqSpecial, ids: []int32{eos}}}
-		if id := special("<pad>"); id >= 0 {
-			t.pad = id
+		if layout == spLayoutDeBERTa && special("[MASK]") < 0 {
+			// DebertaV2Tokenizer adds its mask token after the model's
+			// pieces.
+			raw = append(raw, addedToken{content: "[MASK]", id: int32(len(t.tokens))})
+			t.tokens = append(t.tokens, "[MASK]")
+			t.vocab["[MASK]"] = int32(len(t.tokens) - 1)
 		}
 	}
 	var kept []addedToken

@@ -38,7 +38,7 @@ func TestSentencePieceOracle(t *testing.T) {
 	items := oracleCorpus(t)
 	tmp := t.TempDir()
 	corpus := writeCorpus(t, tmp, items)
-	for _, name := range []string{"sentencepiece.bpe.model", "spiece.model"} {
+	for _, name := range []string{"sentencepiece.bpe.model", "spiece.model", "spm.model"} {
 		t.Run(name, func(t *testing.T) {
 			model := filepath.Join("testdata", "oracle", name)
 			out := filepath.Join(t.TempDir(), "out.jsonl")
@@ -184,7 +184,7 @@ func TestSentencePieceLoad(t *testing.T) {
 	m.pieces = append(m.pieces, "[CLS]", "[SEP]")
 	m.scores = append(m.scores, 0, 0)
 	m.types = append(m.types, spControl, spControl)
-	_, err = newSentencePiece(m, false)
+	_, err = newSentencePiece(m, spLayoutT5)
 	wantErr(t, "ALBERT layout", err, ErrUnsupported, "[CLS]")
 
 	for name, bad := range map[string][]byte{
@@ -200,4 +200,59 @@ func TestSentencePieceLoad(t *testing.T) {
 
 func execCommand(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
+}
+
+// TestSentencePieceDeBERTaLayout: spm.model is read in DeBERTa's layout,
+// from a file or a model directory: [CLS] A [SEP] B [SEP] with type id 1
+// from B on, [MASK] (which the model lacks) after the model's pieces and
+// found in text, padding with [PAD]; a model without [SEP] is refused
+// naming it.
+func TestSentencePieceDeBERTaLayout(t *testing.T) {
+	path := filepath.Join("testdata", "oracle", "spm.model")
+	tok, err := FromSentencePieceFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeTemp(t, dir, "spm.model", data)
+	fromDir, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := parseSentencePiece(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := int64(len(m.pieces))
+	for _, tk := range []*Tokenizer{tok, fromDir} {
+		e := tk.EncodePair("a film [MASK]", "great")
+		n := len(e.InputIDs)
+		if e.InputIDs[0] != 1 || e.InputIDs[n-1] != 2 || !slices.Contains(e.InputIDs, mask) {
+			t.Errorf("pair ids %v: want [CLS]=1 first, [SEP]=2 last and [MASK]=%d", e.InputIDs, mask)
+		}
+		sep := slices.Index(e.InputIDs, 2)
+		for i, ty := range e.TokenTypeIDs {
+			if want := int64(min(max(i-sep, 0), 1)); ty != want {
+				t.Errorf("type ids %v: want 0 through the first [SEP] (%d), 1 after", e.TokenTypeIDs, sep)
+				break
+			}
+		}
+		if id, ok := tk.ID("[PAD]"); !ok || id != 0 || tk.PadID() != 0 {
+			t.Errorf("[PAD]: id %d (%v), padding id %d; want 0", id, ok, tk.PadID())
+		}
+	}
+	var noSep []string
+	for _, p := range m.pieces {
+		if p != "[SEP]" {
+			noSep = append(noSep, p)
+		}
+	}
+	m.pieces = noSep
+	m.scores, m.types = m.scores[:len(noSep)], append(m.types[:2], m.types[3:]...)
+	_, err = newSentencePiece(m, spLayoutDeBERTa)
+	wantErr(t, "no [SEP]", err, ErrMissingToken, "[SEP]")
 }

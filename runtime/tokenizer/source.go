@@ -13,7 +13,7 @@ import (
 const (
 	SourceTokenizerJSON = "tokenizer.json"
 	SourceVocab         = "vocab.txt"
-	SourceSentencePiece = "sentencepiece" // sentencepiece.bpe.model or spiece.model
+	SourceSentencePiece = "sentencepiece" // sentencepiece.bpe.model, spiece.model or spm.model
 )
 
 // Source is the one tokenizer file Load picks in a model directory, with
@@ -23,7 +23,8 @@ const (
 type Source struct {
 	Kind string // SourceTokenizerJSON, SourceVocab or SourceSentencePiece
 	// Name is the file's base name (sentencepiece.bpe.model selects the
-	// XLM-R fairseq id layout), for errors and that choice.
+	// XLM-R fairseq id layout, spm.model DeBERTa's), for errors and that
+	// choice.
 	Name string
 	Data []byte
 	// Options are tokenizer_config.json's BertTokenizer settings (used
@@ -37,7 +38,7 @@ type Source struct {
 // directory, in its order of preference.
 var sourceFiles = []struct{ name, kind string }{
 	{"tokenizer.json", SourceTokenizerJSON}, {"vocab.txt", SourceVocab},
-	{"sentencepiece.bpe.model", SourceSentencePiece}, {"spiece.model", SourceSentencePiece},
+	{"sentencepiece.bpe.model", SourceSentencePiece}, {"spiece.model", SourceSentencePiece}, {"spm.model", SourceSentencePiece},
 }
 
 // HasSource reports whether dir holds a tokenizer file ReadSource (and
@@ -138,7 +139,7 @@ func fromSource(s *Source, dir string) (*Tokenizer, error) {
 		if err != nil {
 			return nil, inFile(file, malformed("", "%v", err))
 		}
-		if t, err = newSentencePiece(m, s.Name == "sentencepiece.bpe.model"); err != nil {
+		if t, err = newSentencePiece(m, spLayoutOf(s.Name)); err != nil {
 			return nil, inFile(file, err)
 		}
 		if s.MaxLength > 0 {

@@ -15,3 +15,4 @@ mkdir -p "$out"
 node build.js "$tmp/train.txt" "$tmp" "$out" 2>/dev/null
 cp "$tmp/unigram-nmt.model" "$out/sentencepiece.bpe.model"
 cp "$tmp/unigram-bytes.model" "$out/spiece.model"
+cp "$tmp/unigram-deberta.model" "$out/spm.model"

@@ -6,8 +6,10 @@ tokens added, pairs truncated longest first to 512 tokens by
 transformers' loop).
 
 sentencepiece.bpe.model gets XLM-RoBERTa's fairseq ids (<s>=0 <pad>=1
-</s>=2 <unk>=3, pieces shifted by one) and <s> A </s> (</s> B </s>); any
-other model its own ids and T5's A </s> (B </s>). Inputs that contain a
+</s>=2 <unk>=3, pieces shifted by one) and <s> A </s> (</s> B </s>);
+spm.model its own ids and DeBERTa-v2/v3's [CLS] A [SEP] (B [SEP], type id
+1 from B on), as DebertaV2Tokenizer builds them; any other model its own
+ids and T5's A </s> (B </s>). Inputs that contain a
 special token literally are written as {"skip": true}: the slow
 tokenizers split those out first, which is not the SentencePiece library.
 
@@ -34,7 +36,15 @@ def main():
     model, corpus, out = sys.argv[1:4]
     sp = spm.SentencePieceProcessor(model_file=model)
     fairseq = os.path.basename(model) == 'sentencepiece.bpe.model'
-    if fairseq:
+    deberta = os.path.basename(model) == 'spm.model'
+    if deberta:
+        # [MASK] is DebertaV2Tokenizer's added token, split out first too.
+        specials = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if sp.is_control(i) or sp.is_unknown(i)] + ['[MASK]']
+        cls, sep = sp.piece_to_id('[CLS]'), sp.piece_to_id('[SEP]')
+
+        def layout_id(i):
+            return i
+    elif fairseq:
         specials = ['<s>', '<pad>', '</s>', '<unk>', '<mask>']
         cls, sep = 0, 2
 
@@ -68,7 +78,21 @@ def main():
                 w.write('{"skip": true}\n')
                 continue
             a = encode(texts[0])
-            if len(texts) == 1:
+            types = None
+            if deberta:
+                b = encode(texts[1]) if len(texts) > 1 else None
+                if b is None:
+                    a = a[:MAX_LENGTH - 2]
+                    seq = [special(cls)] + a + [special(sep)]
+                else:
+                    for _ in range(len(a) + len(b) - (MAX_LENGTH - 3)):
+                        if len(a) > len(b):
+                            a = a[:-1]
+                        else:
+                            b = b[:-1]
+                    seq = [special(cls)] + a + [special(sep)] + b + [special(sep)]
+                    types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+            elif len(texts) == 1:
                 a = a[:MAX_LENGTH - 2]
                 seq = [special(cls)] + a + [special(sep)] if fairseq else a + [special(eos)]
             else:
@@ -84,7 +108,7 @@ def main():
                     seq = a + [special(eos)] + b + [special(eos)]
             w.write(json.dumps({
                 'ids': [t[0] for t in seq],
-                'type_ids': [0] * len(seq),
+                'type_ids': types or [0] * len(seq),
                 'offsets': [t[1] for t in seq],
                 'char_offsets': [t[2] for t in seq],
             }) + '\n')

@@ -5,6 +5,8 @@ the real SentencePiece library (Debian's python3-sentencepiece):
                          charsmap is what XLM-R style tokenizer.json files
                          carry), XLM-R's piece layout
   unigram-bytes.model    unigram with byte_fallback, identity normalisation
+  unigram-deberta.model  unigram, nmt_nfkc, DeBERTa-v2/v3's spm.model layout:
+                         [PAD]=0 [CLS]=1 [SEP]=2 [UNK]=3
 
 and writes, beside each, <name>.pieces.json: the pieces, scores and types
 and the charsmap, which build.js turns into tokenizer.json files.
@@ -46,6 +48,9 @@ def main():
     train(text, out_dir, 'unigram-nmt', vocab_size=3000, normalization_rule_name='nmt_nfkc')
     train(text, out_dir, 'unigram-bytes', vocab_size=1500, normalization_rule_name='identity',
           byte_fallback=True)
+    train(text, out_dir, 'unigram-deberta', vocab_size=2000, normalization_rule_name='nmt_nfkc',
+          pad_id=0, pad_piece='[PAD]', bos_id=1, bos_piece='[CLS]', eos_id=2, eos_piece='[SEP]',
+          unk_id=3, unk_piece='[UNK]')
 
 
 if __name__ == '__main__':
