@@ -324,21 +324,30 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 		return pl.packedOr(s.X, call, jen.Qual(pkgNN, "RotaryPacked").Call(jen.Id("m").Dot("pool"), sc(s.Out), sc(s.X), sc(s.Cos), sc(s.Sin),
 			jen.Op("&").Qual(pkgNN, "RotaryDims").Values(packed), jen.Id("offsets"))), nil
 	case *exec.DisentangledBiasStep:
-		// exec's DisentangledBiasStep.run: the padded batch (the step
-		// keeps a schedule from packing), its scratch in ws.attn.
-		x := pl.slots[s.Q]
-		if s.Q == exec.NoSlot {
-			x = pl.slots[s.K]
+		// exec's DisentangledBiasStep.run, its scratch in ws.attn: the
+		// padded batch, or a packed one filling each sequence's corner of
+		// the padded bias (which packed attention reads).
+		rowsID := s.Q
+		if rowsID == exec.NoSlot {
+			rowsID = s.K
 		}
+		x := pl.slots[rowsID]
 		rows := pl.slots[s.PosKey]
 		if s.PosKey == exec.NoSlot {
 			rows = pl.slots[s.PosQuery]
 		}
-		dims := jen.Dict{jen.Id("Batch"): jen.Id("batch"), jen.Id("Seq"): jen.Id("seq"), jen.Id("Heads"): jen.Lit(s.Heads),
-			jen.Id("HeadDim"): jen.Lit(x.width / s.Heads), jen.Id("Rows"): jen.Lit(int(rows.shape[0].Size)),
-			jen.Id("QStride"): jen.Lit(x.width), jen.Id("KStride"): jen.Lit(x.width), jen.Id("Divisor"): jen.Lit(s.Divisor)}
-		return returnIfErr(jen.Qual(pkgNN, "DisentangledBias").Call(jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out),
-			sc(s.Q), sc(s.PosKey), sc(s.C2P), sc(s.K), sc(s.PosQuery), sc(s.P2C), jen.Op("&").Qual(pkgNN, "DisentangledDims").Values(dims))), nil
+		dims := func(batch jen.Code) jen.Dict {
+			return jen.Dict{jen.Id("Batch"): batch, jen.Id("Seq"): jen.Id("seq"), jen.Id("Heads"): jen.Lit(s.Heads),
+				jen.Id("HeadDim"): jen.Lit(x.width / s.Heads), jen.Id("Rows"): jen.Lit(int(rows.shape[0].Size)),
+				jen.Id("QStride"): jen.Lit(x.width), jen.Id("KStride"): jen.Lit(x.width), jen.Id("Divisor"): jen.Lit(s.Divisor)}
+		}
+		args := func() []jen.Code {
+			return []jen.Code{jen.Id("m").Dot("pool"), jen.Id("ws").Dot("attn"), sc(s.Out), sc(s.Q), sc(s.PosKey), sc(s.C2P), sc(s.K), sc(s.PosQuery), sc(s.P2C)}
+		}
+		call := returnIfErr(jen.Qual(pkgNN, "DisentangledBias").Call(append(args(), jen.Op("&").Qual(pkgNN, "DisentangledDims").Values(dims(jen.Id("batch"))))...))
+		packed := returnIfErr(jen.Qual(pkgNN, "DisentangledBiasPacked").Call(append(args(),
+			jen.Op("&").Qual(pkgNN, "DisentangledDims").Values(dims(jen.Len(jen.Id("offsets")).Op("-").Lit(1))), jen.Id("offsets"))...))
+		return pl.packedOr(rowsID, call, packed), nil
 	case *exec.ActivationStep:
 		fn := s.Activation().NN
 		if fn == "" {

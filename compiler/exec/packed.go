@@ -83,13 +83,20 @@ func planPacking(s *Schedule) packPlan {
 		return packPlan{reason: fmt.Sprintf(format, args...), ids: NoSlot, mask: NoSlot}
 	}
 	tok := pl.tokenWise
+	// corner marks DisentangledBiasStep outputs of a packed batch: each
+	// sequence's bias in its corner of the padded [batch, heads, seq,
+	// seq], which only an attention step's bias may read.
+	corner := make([]bool, len(s.slots))
 	var maskOut SlotID = NoSlot
 	for i, st := range s.steps {
 		anyTok := false
+		label := func() string { return fmt.Sprintf("step #%d %s (node %q)", i, st.Call(), st.Source()) }
 		for _, id := range st.Operands().Reads {
 			anyTok = anyTok || tok[id]
+			if a, ok := st.(*AttentionStep); corner[id] && (!ok || a.Bias != id || a.Q == id || a.K == id || a.V == id || a.Mask == id) {
+				return no("%s: reads a packed relative bias, which only attention's bias input may", label())
+			}
 		}
-		label := func() string { return fmt.Sprintf("step #%d %s (node %q)", i, st.Call(), st.Source()) }
 		switch x := st.(type) {
 		case *EmbedStep:
 			if pl.ids != NoSlot {
@@ -146,10 +153,26 @@ func planPacking(s *Schedule) packPlan {
 				if x.Mask == NoSlot || x.Mask != maskOut {
 					return no("%s: attends without the graph's attention mask", label())
 				}
-				if x.Bias != NoSlot && (!x.BiasByPosition || tok[x.Bias]) {
+				if x.Bias != NoSlot && !corner[x.Bias] && (!x.BiasByPosition || tok[x.Bias]) {
 					return no("%s: adds a bias to the scores that is not proved to depend on positions only (passes.MarkPositionOnlyBias)", label())
 				}
 				tok[x.Out] = true
+			}
+		case *DisentangledBiasStep:
+			// Per sequence: its rows, and the position-only tables'
+			// corner (nn.DisentangledBiasPacked).
+			if anyTok {
+				for _, id := range []SlotID{x.Q, x.K} {
+					if id != NoSlot && !tok[id] {
+						return no("%s: relative terms of rows that are not per token", label())
+					}
+				}
+				for _, id := range []SlotID{x.PosKey, x.C2P, x.PosQuery, x.P2C} {
+					if id != NoSlot && (tok[id] || s.slots[id].Kind == SlotInput) {
+						return no("%s: relative embeddings or index tables that are per token or inputs", label())
+					}
+				}
+				corner[x.Out] = true
 			}
 		case *RotaryStep:
 			if anyTok {
@@ -193,6 +216,9 @@ func planPacking(s *Schedule) packPlan {
 		return no("no attention mask input: sequences are not padded")
 	}
 	for _, id := range s.outputSlots {
+		if corner[id] {
+			return no("output %s is a packed relative bias", s.slots[id])
+		}
 		if tok[id] && s.slots[id].DType != compiler.Float32 {
 			return no("output %s is per token and %s (only f32 ones are unpacked)", s.slots[id], s.slots[id].DType)
 		}

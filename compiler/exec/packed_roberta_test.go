@@ -112,65 +112,81 @@ func sameRealTokens(t *testing.T, what string, exs []testmodels.Example, got, wa
 // the padded run (padded with the padding id or with another) and of its
 // run alone, also with pad ids among its real tokens.
 func TestPackedRoBERTaMatchesAlone(t *testing.T) {
-	vs := endVariants()
 	for _, name := range []string{testmodels.TinyRobertaCls, testmodels.TinyRobertaBase, testmodels.TinyXLMRCls, testmodels.TinyXLMRBase,
 		testmodels.TinyMPNetCls, testmodels.TinyMPNetBase, testmodels.TinyModernBertCls, testmodels.TinyModernBertBase,
 		testmodels.TinyJinaBertBase, testmodels.TinyJinaBertCls, testmodels.TinyJinaBertCode, testmodels.TinyGTEBase, testmodels.TinyGTETypes, testmodels.TinyGTECls,
 		testmodels.TinyNomicBase, testmodels.TinyNomicCls, testmodels.TinyNomicGelu} {
 		dir := testmodels.TinyDir(t, name)
-		cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
+		testPackedMatchesAlone(t, name, dir, dir, filepath.Join(dir, "model.onnx"))
+	}
+}
+
+// TestPackedDeBERTaMatchesAlone is TestPackedRoBERTaMatchesAlone on
+// DeBERTa-v3's form from its folder: each sequence's relative terms fill
+// its corner of the padded bias, which packed attention reads, with the
+// bits of its run alone. (Its ONNX export does not lower; the classifier's
+// embed_proj keeps its batches padded.)
+func TestPackedDeBERTaMatchesAlone(t *testing.T) {
+	dir := testmodels.TinyDir(t, testmodels.TinyDeBERTaBase)
+	testPackedMatchesAlone(t, testmodels.TinyDeBERTaBase, dir, dir)
+}
+
+// testPackedMatchesAlone runs the packed-batch checks on the tiny model
+// name (folder dir) loaded from each of paths, its folder or ONNX file.
+func testPackedMatchesAlone(t *testing.T, name, dir string, paths ...string) {
+	vs := endVariants()
+	cfg, err := hf.LoadConfig(filepath.Join(dir, hf.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := int64(cfg.PadTokenID)
+	exs := padIDExamples(pad, cfg.VocabSize)
+	for _, path := range paths {
+		var g *compiler.Graph
+		if path == dir {
+			g, err = hf.Load(dir)
+		} else {
+			g, err = onnx.Load(path)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		pad := int64(cfg.PadTokenID)
-		exs := padIDExamples(pad, cfg.VocabSize)
-		for _, path := range []string{dir, filepath.Join(dir, "model.onnx")} {
-			var g *compiler.Graph
-			if path == dir {
-				g, err = hf.Load(dir)
-			} else {
-				g, err = onnx.Load(path)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
-				t.Fatal(err)
-			}
-			q := quantizeForTest(t, g, &testmodels.Reference{Examples: exs})
-			for _, c := range []struct {
-				name string
-				g    *compiler.Graph
-			}{{"fp32", g}, {"int8", q}} {
-				for vi := range vs {
-					for _, threads := range []int{1, 3} {
-						t.Run(fmt.Sprintf("%s/%s/%s/%v/T=%d", name, filepath.Base(path), c.name, vs[vi].ISA, threads), func(t *testing.T) {
-							p := compile(t, c.g, &vs[vi], threads)
-							if r := p.PackingReason(); r != "" {
-								t.Fatalf("schedule runs padded: %s", r)
+		if err := passes.RunPipeline(g, passes.Options{CheckIR: true}); err != nil {
+			t.Fatal(err)
+		}
+		q := quantizeForTest(t, g, &testmodels.Reference{Examples: exs})
+		for _, c := range []struct {
+			name string
+			g    *compiler.Graph
+		}{{"fp32", g}, {"int8", q}} {
+			for vi := range vs {
+				for _, threads := range []int{1, 3} {
+					t.Run(fmt.Sprintf("%s/%s/%s/%v/T=%d", name, filepath.Base(path), c.name, vs[vi].ISA, threads), func(t *testing.T) {
+						p := compile(t, c.g, &vs[vi], threads)
+						if r := p.PackingReason(); r != "" {
+							t.Fatalf("schedule runs padded: %s", r)
+						}
+						padded, err := Compile(explicitQuant(t, c.g), Options{Variant: &vs[vi], Threads: threads, Padded: true})
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer padded.Close()
+						for _, id := range []int64{pad, 0} {
+							in := padWith(t, c.g, exs, id)
+							got := run(t, p, in)
+							if p.run.offsets == nil {
+								t.Fatal("the mixed batch ran padded")
 							}
-							padded, err := Compile(explicitQuant(t, c.g), Options{Variant: &vs[vi], Threads: threads, Padded: true})
-							if err != nil {
-								t.Fatal(err)
+							sameRealTokens(t, "packed vs padded", exs, got, run(t, padded, in), -1)
+							if id != pad {
+								continue
 							}
-							defer padded.Close()
-							for _, id := range []int64{pad, 0} {
-								in := padWith(t, c.g, exs, id)
-								got := run(t, p, in)
-								if p.run.offsets == nil {
-									t.Fatal("the mixed batch ran padded")
-								}
-								sameRealTokens(t, "packed vs padded", exs, got, run(t, padded, in), -1)
-								if id != pad {
-									continue
-								}
-								for b := range exs {
-									alone := padWith(t, c.g, exs[b:b+1], pad)
-									sameRealTokens(t, "packed vs alone", exs, got, run(t, p, alone), b)
-								}
+							for b := range exs {
+								alone := padWith(t, c.g, exs[b:b+1], pad)
+								sameRealTokens(t, "packed vs alone", exs, got, run(t, p, alone), b)
 							}
-						})
-					}
+						}
+					})
 				}
 			}
 		}

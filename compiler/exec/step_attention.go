@@ -322,16 +322,14 @@ func (s *AttentionStep) runVarlen(p *Program) error {
 	var bias []float32
 	if s.Bias != NoSlot {
 		// The bias was computed at the padded length (planPacking allows
-		// only a position-only one): its strides are those of the padded
+		// a position-only one, or DeBERTa's relative terms with each
+		// sequence's in its corner): its strides are those of the padded
 		// scores, and each sequence reads its top-left corner.
 		b := p.bufs[s.Bias]
 		d := s.dims
 		d.Batch, d.SeqQ, d.SeqK = len(off)-1, p.run.seq, p.run.seq
 		if err := addendStrides(b, &d, "bias", &s.dims.BiasBatchStride, &s.dims.BiasHeadStride, &s.dims.BiasRowStride); err != nil {
 			return err
-		}
-		if s.dims.BiasBatchStride != 0 {
-			return fmt.Errorf("internal error: packed Attention bias %v has a batch dim", b.Shape)
 		}
 		bias = b.F32
 	}

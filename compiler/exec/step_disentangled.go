@@ -10,7 +10,10 @@ import (
 // DisentangledBiasStep is nn.DisentangledBias: sqc.DisentangledBias's
 // DeBERTa relative terms into Out [batch, Heads, seq, seq], the bias of
 // the attention step after it. Q, PosKey and C2P (or K, PosQuery and P2C)
-// are NoSlot where the model has no such term.
+// are NoSlot where the model has no such term. A packed batch
+// (nn.DisentangledBiasPacked) has Q and K [tokens, ...] and fills each
+// sequence's corner of Out at the padded length, which packed attention
+// reads (packed.go).
 type DisentangledBiasStep struct {
 	node
 	Heads                  int
@@ -40,9 +43,10 @@ func (s *DisentangledBiasStep) Operands() Operands {
 	return operands(reads(s.Q, s.PosKey, s.C2P, s.K, s.PosQuery, s.P2C), s.Out)
 }
 
-// bind reads the step's operands from p, checking their dtypes and
-// shapes, into s's run fields and s.dims.
-func (s *DisentangledBiasStep) bind(p *Program) error {
+// bindAs reads the step's operands from p, checking their dtypes and
+// shapes, into s's run fields and s.dims; batch and seq >= 0 (a packed
+// batch's) stand for the rows' own [tokens, width] shape.
+func (s *DisentangledBiasStep) bindAs(p *Program, batch, seq int64) error {
 	var shapes [6][]int64
 	s.q, s.posKey, s.k, s.posQuery, s.c2p, s.p2c = nil, nil, nil, nil, nil, nil
 	for i, id := range []SlotID{s.Q, s.PosKey, s.C2P, s.K, s.PosQuery, s.P2C} {
@@ -58,6 +62,9 @@ func (s *DisentangledBiasStep) bind(p *Program) error {
 			return err
 		}
 		shapes[i] = t.Shape
+		if (i == 0 || i == 3) && batch >= 0 && len(t.Shape) == 2 {
+			shapes[i] = []int64{batch, seq, t.Shape[1]}
+		}
 		switch i {
 		case 0:
 			s.q = t.F32
@@ -84,14 +91,37 @@ func (s *DisentangledBiasStep) bind(p *Program) error {
 }
 
 func (s *DisentangledBiasStep) run(p *Program) error {
-	if err := s.bind(p); err != nil {
+	off := p.run.offsets
+	if off != nil {
+		// Bind as the padded batch would: rows [batch, seq, width] in
+		// the shapes' place, checked against the packed rows below.
+		seq := p.run.seq
+		for _, id := range []SlotID{s.Q, s.K} {
+			if id == NoSlot {
+				continue
+			}
+			x := p.bufs[id]
+			if len(x.Shape) != 2 || x.Shape[0] != int64(off[len(off)-1]) {
+				return fmt.Errorf("internal error: packed DisentangledBias rows %v for %d tokens", x.Shape, off[len(off)-1])
+			}
+		}
+		if err := s.bindAs(p, int64(len(off)-1), int64(seq)); err != nil {
+			return err
+		}
+	} else if err := s.bindAs(p, -1, -1); err != nil {
 		return err
 	}
 	d := &s.dims
 	out := p.bufs[s.Out]
 	resize(out, compiler.Float32, int64(d.Batch), int64(d.Heads), int64(d.Seq), int64(d.Seq))
 	p.scratch = grow(p.scratch, nn.DisentangledScratchLen(p.pool.Workers(), d.Rows, d.HeadDim))
-	if err := nn.DisentangledBias(p.pool, p.scratch, out.F32, s.q, s.posKey, s.c2p, s.k, s.posQuery, s.p2c, d); err != nil {
+	var err error
+	if off != nil {
+		err = nn.DisentangledBiasPacked(p.pool, p.scratch, out.F32, s.q, s.posKey, s.c2p, s.k, s.posQuery, s.p2c, d, off)
+	} else {
+		err = nn.DisentangledBias(p.pool, p.scratch, out.F32, s.q, s.posKey, s.c2p, s.k, s.posQuery, s.p2c, d)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %v", compiler.ErrInvalidRequest, err)
 	}
 	return nil

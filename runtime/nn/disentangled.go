@@ -36,7 +36,27 @@ type DisentangledDims struct {
 // table reaches, then its keys likewise, so only the relative distances a
 // sequence of Seq tokens has are multiplied (at most 2·Seq - 1 rows).
 func DisentangledBias(p *pool.Pool, scratch, out, q, posKey []float32, c2pIndex []int64, k, posQuery []float32, p2cIndex []int64, d *DisentangledDims) error {
-	return disentangledBias(active(), p, scratch, out, q, posKey, c2pIndex, k, posQuery, p2cIndex, d)
+	return disentangledBias(active(), p, scratch, out, q, posKey, c2pIndex, k, posQuery, p2cIndex, d, nil)
+}
+
+// DisentangledBiasPacked is DisentangledBias on a packed batch: q and k
+// are [tokens, ...] rows, sequence b at rows offsets[b] .. offsets[b+1]-1;
+// d.Seq is the padded length that the index tables ([Seq, Seq]) and out
+// ([Batch, Heads, Seq, Seq], Batch = len(offsets) - 1) are laid out at.
+// Sequence b of n tokens gets the top-left n x n corner of each of its
+// heads' [Seq, Seq] blocks, the bits DisentangledBias gives it alone (the
+// index tables depend on positions only); the rest of out is left as it
+// is, and packed attention reads only the corners.
+func DisentangledBiasPacked(p *pool.Pool, scratch, out, q, posKey []float32, c2pIndex []int64, k, posQuery []float32, p2cIndex []int64, d *DisentangledDims, offsets []int) error {
+	if len(offsets) < 1 || d.Batch != len(offsets)-1 {
+		return fmt.Errorf("%d sequences for %d offsets", d.Batch, len(offsets))
+	}
+	for b := range d.Batch {
+		if n := offsets[b+1] - offsets[b]; n < 0 || n > d.Seq {
+			return fmt.Errorf("sequence %d has %d tokens, outside [0, %d]", b, n, d.Seq)
+		}
+	}
+	return disentangledBias(active(), p, scratch, out, q, posKey, c2pIndex, k, posQuery, p2cIndex, d, offsets)
 }
 
 // DisentangledScratchLen is the scratch DisentangledBias needs for a pool
@@ -64,7 +84,7 @@ func indexRange(index []int64, rows int, what string) (lo, hi int, err error) {
 	return int(l), int(h), nil
 }
 
-func disentangledBias(kern *kernels, p *pool.Pool, scratch, out, q, posKey []float32, c2pIndex []int64, k, posQuery []float32, p2cIndex []int64, d *DisentangledDims) error {
+func disentangledBias(kern *kernels, p *pool.Pool, scratch, out, q, posKey []float32, c2pIndex []int64, k, posQuery []float32, p2cIndex []int64, d *DisentangledDims, offsets []int) error {
 	if d.Batch <= 0 || d.Seq <= 0 || d.Heads <= 0 || (q == nil && k == nil) {
 		return nil
 	}
@@ -82,10 +102,11 @@ func disentangledBias(kern *kernels, p *pool.Pool, scratch, out, q, posKey []flo
 	}
 	c := disentangledCalls.get()
 	c.kern, c.scratch, c.out, c.q, c.posKey, c.c2p, c.k, c.posQuery, c.p2c, c.d = kern, scratch, out, q, posKey, c2pIndex, k, posQuery, p2cIndex, *d
+	c.offsets = offsets
 	c.per = disentangledPerWorker(d.Rows, d.HeadDim)
 	c.c2pLo, c.c2pHi, c.p2cLo, c.p2cHi = c2pLo, c2pHi, p2cLo, p2cHi
 	parallelFor(p, d.Batch*d.Heads, c.task)
-	c.scratch, c.out, c.q, c.posKey, c.c2p, c.k, c.posQuery, c.p2c = nil, nil, nil, nil, nil, nil, nil, nil
+	c.scratch, c.out, c.q, c.posKey, c.c2p, c.k, c.posQuery, c.p2c, c.offsets = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	disentangledCalls.put(c)
 	return nil
 }
@@ -95,6 +116,7 @@ type disentangledCall struct {
 	kern                                 *kernels
 	scratch, out, q, posKey, k, posQuery []float32
 	c2p, p2c                             []int64
+	offsets                              []int // a packed batch's (nil: padded)
 	d                                    DisentangledDims
 	per                                  int
 	c2pLo, c2pHi, p2cLo, p2cHi           int // the index tables' ranges
@@ -107,26 +129,37 @@ var disentangledCalls = newRecycler(func() *disentangledCall {
 	return c
 })
 
-// head is task t: head t%Heads of sequence t/Heads.
+// head is task t: head t%Heads of sequence t/Heads, whose n tokens are
+// rows row0 .. of q and k (n = Seq and row0 = b·Seq for a padded batch).
+// The index tables and the head's [Seq, Seq] block of out have row
+// stride Seq; the corner n x n is computed.
 func (c *disentangledCall) head(worker, t int) {
 	d := &c.d
 	b, h := t/d.Heads, t%d.Heads
 	s, hd, width := d.Seq, d.HeadDim, d.Heads*d.HeadDim
+	n, row0 := s, b*s
+	if c.offsets != nil {
+		row0 = c.offsets[b]
+		n = c.offsets[b+1] - row0
+	}
 	sc := c.scratch[worker*c.per:][:c.per]
 	rowsT, prod := sc[:attnRows*hd], sc[attnRows*hd:]
 	o := c.out[(b*d.Heads+h)*s*s:][:s*s]
 	if c.q != nil {
-		n := c.c2pHi - c.c2pLo + 1
-		emb := c.posKey[c.c2pLo*width+h*hd:]
-		for i0 := 0; i0 < s; i0 += attnRows {
-			rows := min(attnRows, s-i0)
-			c.kern.attnTranspose(rowsT, c.q[(b*s+i0)*d.QStride+h*hd:], d.QStride, rows, hd)
-			c.kern.attnScores(prod, rowsT, emb, width, n, hd)
+		lo, hi := c.c2pLo, c.c2pHi
+		if n < s {
+			lo, hi = cornerRange(c.c2p, s, n)
+		}
+		emb := c.posKey[lo*width+h*hd:]
+		for i0 := 0; i0 < n; i0 += attnRows {
+			rows := min(attnRows, n-i0)
+			c.kern.attnTranspose(rowsT, c.q[(row0+i0)*d.QStride+h*hd:], d.QStride, rows, hd)
+			c.kern.attnScores(prod, rowsT, emb, width, hi-lo+1, hd)
 			for r := range rows {
 				i := i0 + r
-				dst, idx := o[i*s:][:s], c.c2p[i*s:][:s]
+				dst, idx := o[i*s:][:n], c.c2p[i*s:][:n]
 				for j, x := range idx {
-					dst[j] = prod[(int(x)-c.c2pLo)*attnRows+r] / d.Divisor
+					dst[j] = prod[(int(x)-lo)*attnRows+r] / d.Divisor
 				}
 			}
 		}
@@ -134,16 +167,19 @@ func (c *disentangledCall) head(worker, t int) {
 	if c.k == nil {
 		return
 	}
-	n := c.p2cHi - c.p2cLo + 1
-	emb := c.posQuery[c.p2cLo*width+h*hd:]
-	for j0 := 0; j0 < s; j0 += attnRows {
-		rows := min(attnRows, s-j0)
-		c.kern.attnTranspose(rowsT, c.k[(b*s+j0)*d.KStride+h*hd:], d.KStride, rows, hd)
-		c.kern.attnScores(prod, rowsT, emb, width, n, hd)
+	lo, hi := c.p2cLo, c.p2cHi
+	if n < s {
+		lo, hi = cornerRange(c.p2c, s, n)
+	}
+	emb := c.posQuery[lo*width+h*hd:]
+	for j0 := 0; j0 < n; j0 += attnRows {
+		rows := min(attnRows, n-j0)
+		c.kern.attnTranspose(rowsT, c.k[(row0+j0)*d.KStride+h*hd:], d.KStride, rows, hd)
+		c.kern.attnScores(prod, rowsT, emb, width, hi-lo+1, hd)
 		for r := range rows {
 			j := j0 + r
-			for i, x := range c.p2c[j*s:][:s] {
-				v := prod[(int(x)-c.p2cLo)*attnRows+r] / d.Divisor
+			for i, x := range c.p2c[j*s:][:n] {
+				v := prod[(int(x)-lo)*attnRows+r] / d.Divisor
 				if c.q != nil {
 					v += o[i*s+j]
 				}
@@ -151,4 +187,18 @@ func (c *disentangledCall) head(worker, t int) {
 			}
 		}
 	}
+}
+
+// cornerRange is the least and greatest value in the top-left n x n corner
+// (n >= 1) of an index table of row stride s, already checked to lie in
+// the embedding rows: a shorter sequence of a packed batch multiplies
+// only the distances it has.
+func cornerRange(index []int64, s, n int) (lo, hi int) {
+	l, h := index[0], index[0]
+	for i := range n {
+		for _, v := range index[i*s:][:n] {
+			l, h = min(l, v), max(h, v)
+		}
+	}
+	return int(l), int(h)
 }

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -107,7 +108,7 @@ func TestDisentangledBias(t *testing.T) {
 						got[i] = 12345
 					}
 					scratch := make([]float32, DisentangledScratchLen(workers, d.Rows, d.HeadDim))
-					if err := disentangledBias(kern, p, scratch, got, q, posKey, c2p, k, posQuery, p2c, d); err != nil {
+					if err := disentangledBias(kern, p, scratch, got, q, posKey, c2p, k, posQuery, p2c, d, nil); err != nil {
 						t.Fatal(err)
 					}
 					sameBits(t, kern.name, got, want)
@@ -160,5 +161,76 @@ func TestDisentangledBiasDoesNotAllocate(t *testing.T) {
 		_ = DisentangledBias(p, scratch, out, q, posKey, c2p, k, posQuery, p2c, d)
 	}); a != 0 {
 		t.Errorf("%g allocations per call", a)
+	}
+}
+
+// TestDisentangledBiasPacked: on a packed batch of sequences of 0, 1, 17
+// and the padded 21 tokens, each sequence's corner of the padded bias has
+// the bits DisentangledBias gives it alone, with every kernel set; the
+// rest of the buffer is left as it was.
+func TestDisentangledBiasPacked(t *testing.T) {
+	c := disentangledCase{"", 1, 21, 3, 8, 40, 2, true, true, 20, 4.898979}
+	lengths := []int{17, 0, 21, 1}
+	alone := make([][]float32, len(lengths))
+	dAll, q, posKey, c2p, k, posQuery, p2c := disentangledData(disentangledCase{"", len(lengths), c.seq, c.heads, c.hd, c.rows, c.pad, true, true, c.exactSpan, c.divisor})
+	// Pack the rows: sequence b's first lengths[b] rows of the padded data.
+	offsets := []int{0}
+	var pq, pk []float32
+	for b, n := range lengths {
+		pq = append(pq, q[b*c.seq*dAll.QStride:][:n*dAll.QStride]...)
+		pk = append(pk, k[b*c.seq*dAll.KStride:][:n*dAll.KStride]...)
+		offsets = append(offsets, offsets[b]+n)
+		// Alone: the sequence's rows at its own length, and the tables'
+		// corner (they depend on i - j only).
+		d := *dAll
+		d.Batch, d.Seq = 1, n
+		corner := func(tab []int64) []int64 {
+			out := make([]int64, 0, n*n)
+			for i := range n {
+				out = append(out, tab[i*c.seq:][:n]...)
+			}
+			return out
+		}
+		if n > 0 {
+			alone[b] = disentangledReference(&d, q[b*c.seq*dAll.QStride:], posKey, corner(c2p), k[b*c.seq*dAll.KStride:], posQuery, corner(p2c))
+		}
+	}
+	for _, kern := range append(implementations(t), goKernels()) {
+		withPools(t, func(t *testing.T, p *pool.Pool) {
+			workers := 1
+			if p != nil {
+				workers = p.Workers()
+			}
+			out := make([]float32, len(lengths)*c.heads*c.seq*c.seq)
+			for i := range out {
+				out[i] = 12345
+			}
+			scratch := make([]float32, DisentangledScratchLen(workers, c.rows, c.hd))
+			d := *dAll
+			if err := disentangledBias(kern, p, scratch, out, pq, posKey, c2p, pk, posQuery, p2c, &d, offsets); err != nil {
+				t.Fatal(err)
+			}
+			for b, n := range lengths {
+				for h := range c.heads {
+					for i := range c.seq {
+						for j := range c.seq {
+							got := out[((b*c.heads+h)*c.seq+i)*c.seq+j]
+							if i >= n || j >= n {
+								if got != 12345 {
+									t.Fatalf("%s: sequence %d head %d [%d, %d] outside its %d tokens written", kern.name, b, h, i, j, n)
+								}
+								continue
+							}
+							if want := alone[b][(h*n+i)*n+j]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s: sequence %d head %d [%d, %d] = %g, alone %g", kern.name, b, h, i, j, got, want)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+	if err := DisentangledBiasPacked(nil, nil, nil, pq, posKey, c2p, pk, posQuery, p2c, dAll, offsets[:3]); err == nil {
+		t.Error("offsets for 2 sequences of a batch of 4: no error")
 	}
 }
