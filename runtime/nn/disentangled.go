@@ -61,42 +61,41 @@ func DisentangledBiasPacked(p *pool.Pool, scratch, out, q, posKey []float32, c2p
 
 // DisentangledScratchLen is the scratch DisentangledBias needs for a pool
 // of the given number of workers (1 without a pool): per worker a block
-// of transposed rows and its products with every embedding row.
+// of transposed rows and its products with every embedding row, for each
+// of the two blocks it works on at once.
 func DisentangledScratchLen(workers, rows, headDim int) int {
 	return workers * disentangledPerWorker(rows, headDim)
 }
 
-func disentangledPerWorker(rows, headDim int) int { return attnRows * (headDim + rows) }
+func disentangledPerWorker(rows, headDim int) int { return 2 * attnRows * (headDim + rows) }
 
-// indexRange returns the least and greatest value of an index table, or
-// an error naming what when one lies outside [0, rows).
-func indexRange(index []int64, rows int, what string) (lo, hi int, err error) {
+// checkIndex returns an error naming what when a value of an index table
+// lies outside [0, rows).
+func checkIndex(index []int64, rows int, what string) error {
 	l, h := index[0], index[0]
 	for _, v := range index {
 		l, h = min(l, v), max(h, v)
 	}
 	switch {
 	case l < 0:
-		return 0, 0, fmt.Errorf("%s index %d is negative", what, l)
+		return fmt.Errorf("%s index %d is negative", what, l)
 	case h >= int64(rows):
-		return 0, 0, fmt.Errorf("%s index %d is past the %d relative embedding rows", what, h, rows)
+		return fmt.Errorf("%s index %d is past the %d relative embedding rows", what, h, rows)
 	}
-	return int(l), int(h), nil
+	return nil
 }
 
 func disentangledBias(kern *kernels, p *pool.Pool, scratch, out, q, posKey []float32, c2pIndex []int64, k, posQuery []float32, p2cIndex []int64, d *DisentangledDims, offsets []int) error {
 	if d.Batch <= 0 || d.Seq <= 0 || d.Heads <= 0 || (q == nil && k == nil) {
 		return nil
 	}
-	var c2pLo, c2pHi, p2cLo, p2cHi int
-	var err error
 	if q != nil {
-		if c2pLo, c2pHi, err = indexRange(c2pIndex[:d.Seq*d.Seq], d.Rows, "c2p"); err != nil {
+		if err := checkIndex(c2pIndex[:d.Seq*d.Seq], d.Rows, "c2p"); err != nil {
 			return err
 		}
 	}
 	if k != nil {
-		if p2cLo, p2cHi, err = indexRange(p2cIndex[:d.Seq*d.Seq], d.Rows, "p2c"); err != nil {
+		if err := checkIndex(p2cIndex[:d.Seq*d.Seq], d.Rows, "p2c"); err != nil {
 			return err
 		}
 	}
@@ -104,7 +103,23 @@ func disentangledBias(kern *kernels, p *pool.Pool, scratch, out, q, posKey []flo
 	c.kern, c.scratch, c.out, c.q, c.posKey, c.c2p, c.k, c.posQuery, c.p2c, c.d = kern, scratch, out, q, posKey, c2pIndex, k, posQuery, p2cIndex, *d
 	c.offsets = offsets
 	c.per = disentangledPerWorker(d.Rows, d.HeadDim)
-	c.c2pLo, c.c2pHi, c.p2cLo, c.p2cHi = c2pLo, c2pHi, p2cLo, p2cHi
+	if q != nil {
+		c.c2pRows = rowRanges(c.c2pRows, c2pIndex, d.Seq)
+	}
+	if k != nil {
+		c.p2cRows = rowRanges(c.p2cRows, p2cIndex, d.Seq)
+		// Read column by column below: transposed once per call, as int32
+		// (indices below Rows).
+		if cap(c.p2cT) < d.Seq*d.Seq {
+			c.p2cT = make([]int32, d.Seq*d.Seq)
+		}
+		c.p2cT = c.p2cT[:d.Seq*d.Seq]
+		for j := range d.Seq {
+			for i, x := range p2cIndex[j*d.Seq:][:d.Seq] {
+				c.p2cT[i*d.Seq+j] = int32(x)
+			}
+		}
+	}
 	parallelFor(p, d.Batch*d.Heads, c.task)
 	c.scratch, c.out, c.q, c.posKey, c.c2p, c.k, c.posQuery, c.p2c, c.offsets = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	disentangledCalls.put(c)
@@ -116,10 +131,11 @@ type disentangledCall struct {
 	kern                                 *kernels
 	scratch, out, q, posKey, k, posQuery []float32
 	c2p, p2c                             []int64
-	offsets                              []int // a packed batch's (nil: padded)
+	offsets                              []int   // a packed batch's (nil: padded)
+	p2cT                                 []int32 // p2c transposed, [Seq, Seq]; kept between calls
+	c2pRows, p2cRows                     []int32 // each table row's least and greatest value, interleaved
 	d                                    DisentangledDims
 	per                                  int
-	c2pLo, c2pHi, p2cLo, p2cHi           int // the index tables' ranges
 	task                                 func(worker, t int)
 }
 
@@ -132,34 +148,40 @@ var disentangledCalls = newRecycler(func() *disentangledCall {
 // head is task t: head t%Heads of sequence t/Heads, whose n tokens are
 // rows row0 .. of q and k (n = Seq and row0 = b·Seq for a padded batch).
 // The index tables and the head's [Seq, Seq] block of out have row
-// stride Seq; the corner n x n is computed.
+// stride Seq; the corner n x n is computed. Queries (then keys) go in
+// pairs of 16-row blocks that share each load of an embedding row
+// (kernels.attnScores2), multiplying only the rows their part of the
+// table reaches (about n + 32 for DeBERTa's tables); p2c is written query
+// row by query row through the transposed table, 16 contiguous values at
+// a time.
 func (c *disentangledCall) head(worker, t int) {
 	d := &c.d
 	b, h := t/d.Heads, t%d.Heads
-	s, hd, width := d.Seq, d.HeadDim, d.Heads*d.HeadDim
+	s, hd := d.Seq, d.HeadDim
 	n, row0 := s, b*s
 	if c.offsets != nil {
 		row0 = c.offsets[b]
 		n = c.offsets[b+1] - row0
 	}
-	sc := c.scratch[worker*c.per:][:c.per]
-	rowsT, prod := sc[:attnRows*hd], sc[attnRows*hd:]
 	o := c.out[(b*d.Heads+h)*s*s:][:s*s]
+	sc := c.scratch[worker*c.per:][:c.per]
+	div := d.Divisor
 	if c.q != nil {
-		lo, hi := c.c2pLo, c.c2pHi
-		if n < s {
-			lo, hi = cornerRange(c.c2p, s, n)
-		}
-		emb := c.posKey[lo*width+h*hd:]
-		for i0 := 0; i0 < n; i0 += attnRows {
-			rows := min(attnRows, n-i0)
-			c.kern.attnTranspose(rowsT, c.q[(row0+i0)*d.QStride+h*hd:], d.QStride, rows, hd)
-			c.kern.attnScores(prod, rowsT, emb, width, hi-lo+1, hd)
-			for r := range rows {
+		for i0 := 0; i0 < n; i0 += attnTaskRows {
+			lo, prod := c.products(sc, c.q[(row0+i0)*d.QStride+h*hd:], d.QStride, c.posKey[h*hd:], c.c2pRows, i0, min(attnTaskRows, n-i0))
+			for r := range min(attnTaskRows, n-i0) {
 				i := i0 + r
+				// Embedding row e of this query at p[base + e*16].
+				p, base := prod[r/attnRows], r%attnRows-lo*attnRows
 				dst, idx := o[i*s:][:n], c.c2p[i*s:][:n]
+				if div == 1 { // x / 1 is x
+					for j, x := range idx {
+						dst[j] = p[base+int(x)*attnRows]
+					}
+					continue
+				}
 				for j, x := range idx {
-					dst[j] = prod[(int(x)-lo)*attnRows+r] / d.Divisor
+					dst[j] = p[base+int(x)*attnRows] / div
 				}
 			}
 		}
@@ -167,38 +189,79 @@ func (c *disentangledCall) head(worker, t int) {
 	if c.k == nil {
 		return
 	}
-	lo, hi := c.p2cLo, c.p2cHi
-	if n < s {
-		lo, hi = cornerRange(c.p2c, s, n)
-	}
-	emb := c.posQuery[lo*width+h*hd:]
-	for j0 := 0; j0 < n; j0 += attnRows {
-		rows := min(attnRows, n-j0)
-		c.kern.attnTranspose(rowsT, c.k[(row0+j0)*d.KStride+h*hd:], d.KStride, rows, hd)
-		c.kern.attnScores(prod, rowsT, emb, width, hi-lo+1, hd)
-		for r := range rows {
-			j := j0 + r
-			for i, x := range c.p2c[j*s:][:n] {
-				v := prod[(int(x)-lo)*attnRows+r] / d.Divisor
-				if c.q != nil {
-					v += o[i*s+j]
+	for j0 := 0; j0 < n; j0 += attnTaskRows {
+		rows := min(attnTaskRows, n-j0)
+		lo, prod := c.products(sc, c.k[(row0+j0)*d.KStride+h*hd:], d.KStride, c.posQuery[h*hd:], c.p2cRows, j0, rows)
+		for blk := 0; blk*attnRows < rows; blk++ {
+			j1, p, base := j0+blk*attnRows, prod[blk], -lo*attnRows
+			for i := range n {
+				dst, idx := o[i*s+j1:][:min(attnRows, rows-blk*attnRows)], c.p2cT[i*s+j1:]
+				for r := range dst {
+					v := p[base+int(idx[r])*attnRows+r]
+					if div != 1 {
+						v /= div
+					}
+					if c.q != nil {
+						v += dst[r]
+					}
+					dst[r] = v
 				}
-				o[i*s+j] = v
 			}
 		}
 	}
 }
 
-// cornerRange is the least and greatest value in the top-left n x n corner
-// (n >= 1) of an index table of row stride s, already checked to lie in
-// the embedding rows: a shorter sequence of a packed batch multiplies
-// only the distances it has.
-func cornerRange(index []int64, s, n int) (lo, hi int) {
-	l, h := index[0], index[0]
-	for i := range n {
-		for _, v := range index[i*s:][:n] {
+// products multiplies rows (1 to 32) rows of x (row stride stride, the
+// head's columns first) with the embedding rows they reach (emb, the
+// head's columns of row 0 first): it returns the least row reached, lo,
+// and the two blocks' products, block k's row r against embedding row e
+// at prod[k][(e-lo)*16 + r].
+func (c *disentangledCall) products(sc, x []float32, stride int, emb []float32, ranges []int32, r0, rows int) (lo int, prod [2][]float32) {
+	d := &c.d
+	hd, width := d.HeadDim, d.Heads*d.HeadDim
+	lo, hi := blockRange(ranges, r0, rows)
+	per := attnRows * (hd + d.Rows)
+	var xT [2][]float32
+	for k := range 2 {
+		xT[k], prod[k] = sc[k*per:][:attnRows*hd], sc[k*per+attnRows*hd:][:attnRows*d.Rows]
+	}
+	c.kern.attnTranspose(xT[0], x, stride, min(attnRows, rows), hd)
+	if rows <= attnRows {
+		c.kern.attnScores(prod[0], xT[0], emb[lo*width:], width, hi-lo+1, hd)
+		return lo, prod
+	}
+	c.kern.attnTranspose(xT[1], x[attnRows*stride:], stride, rows-attnRows, hd)
+	c.kern.attnScores2(prod[0], prod[1], xT[0], xT[1], emb[lo*width:], width, hi-lo+1, hd)
+	return lo, prod
+}
+
+// rowRanges sets dst (grown to 2·s) to each row's least and greatest
+// value of an index table [s, s], interleaved.
+func rowRanges(dst []int32, index []int64, s int) []int32 {
+	if cap(dst) < 2*s {
+		dst = make([]int32, 2*s)
+	}
+	dst = dst[:2*s]
+	for r := range s {
+		row := index[r*s:][:s]
+		l, h := row[0], row[0]
+		for _, v := range row {
 			l, h = min(l, v), max(h, v)
 		}
+		dst[2*r], dst[2*r+1] = int32(l), int32(h)
+	}
+	return dst
+}
+
+// blockRange is the least and greatest value of rows r0 .. r0+rows-1 of
+// a table whose row ranges are ranges (rowRanges): the embedding rows a
+// block reaches. A shorter sequence of a packed batch reads only the
+// first n columns of its rows, a part of those: the range is then more
+// than it needs, which costs products, not bits.
+func blockRange(ranges []int32, r0, rows int) (lo, hi int) {
+	l, h := ranges[2*r0], ranges[2*r0+1]
+	for r := r0 + 1; r < r0+rows; r++ {
+		l, h = min(l, ranges[2*r]), max(h, ranges[2*r+1])
 	}
 	return int(l), int(h)
 }

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -232,5 +233,28 @@ func TestDisentangledBiasPacked(t *testing.T) {
 	}
 	if err := DisentangledBiasPacked(nil, nil, nil, pq, posKey, c2p, pk, posQuery, p2c, dAll, offsets[:3]); err == nil {
 		t.Error("offsets for 2 sequences of a batch of 4: no error")
+	}
+}
+
+// BenchmarkDisentangledBias is one DeBERTa-v3-base layer's relative terms
+// at 8 x 128 (12 heads of 64, 512 embedding rows, log buckets: the
+// distances below 128 each their own row) on 2 workers.
+// divisor=1 is FuseDisentangledBias's form (the embeddings divided at
+// compile time).
+func BenchmarkDisentangledBias(b *testing.B) {
+	for _, div := range []float32{13.856406, 1} {
+		b.Run(fmt.Sprintf("divisor=%g", div), func(b *testing.B) {
+			c := disentangledCase{"", 8, 128, 12, 64, 512, 0, true, true, 256, div}
+			d, q, posKey, c2p, k, posQuery, p2c := disentangledData(c)
+			p := pool.New(2)
+			defer p.Close()
+			out := make([]float32, d.Batch*d.Heads*d.Seq*d.Seq)
+			scratch := make([]float32, DisentangledScratchLen(2, d.Rows, d.HeadDim))
+			for b.Loop() {
+				if err := DisentangledBias(p, scratch, out, q, posKey, c2p, k, posQuery, p2c, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
