@@ -24,6 +24,7 @@ type DisentangledBiasStep struct {
 	dims                   nn.DisentangledDims
 	q, posKey, k, posQuery []float32 // this run's operands, nil for an absent term
 	c2p, p2c               []int64
+	rowShapes              [2][3]int64 // a packed batch's rows as the padded shapes (no allocation per run)
 }
 
 func (s *DisentangledBiasStep) Call() string { return "nn.DisentangledBias" }
@@ -63,7 +64,9 @@ func (s *DisentangledBiasStep) bindAs(p *Program, batch, seq int64) error {
 		}
 		shapes[i] = t.Shape
 		if (i == 0 || i == 3) && batch >= 0 && len(t.Shape) == 2 {
-			shapes[i] = []int64{batch, seq, t.Shape[1]}
+			rs := &s.rowShapes[i/3]
+			*rs = [3]int64{batch, seq, t.Shape[1]}
+			shapes[i] = rs[:]
 		}
 		switch i {
 		case 0:
@@ -128,8 +131,9 @@ func (s *DisentangledBiasStep) run(p *Program) error {
 }
 
 // cost: per term and head, a dot product of HeadDim for each query (or
-// key) and relative distance a sequence has (2·seq - 1 at most, the
-// embedding rows at most), then one division and sum per output value.
+// key) and the relative distances its pair of 16-row blocks reaches (seq
+// + 31 at most, the embedding rows at most), then a copy and a sum per
+// output value.
 func (s *DisentangledBiasStep) cost(p *Program) Cost {
 	d := s.dims
 	terms := 0
@@ -138,7 +142,7 @@ func (s *DisentangledBiasStep) cost(p *Program) Cost {
 			terms++
 		}
 	}
-	distances := min(2*d.Seq-1, d.Rows)
+	distances := min(d.Seq+31, d.Rows)
 	dots := float64(terms * d.Batch * d.Heads * d.Seq * distances)
 	return Cost{Kind: KindAttention, Label: fmt.Sprintf("DisentangledBias %dx%d", s.Heads, d.HeadDim),
 		Ops: dots*2*float64(d.HeadDim) + 2*float64(terms*d.Batch*d.Heads*d.Seq*d.Seq), Bytes: p.operandBytes(s)}
