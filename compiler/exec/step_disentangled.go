@@ -49,14 +49,21 @@ func (s *DisentangledBiasStep) Operands() Operands {
 // batch's) stand for the rows' own [tokens, width] shape.
 func (s *DisentangledBiasStep) bindAs(p *Program, batch, seq int64) error {
 	var shapes [6][]int64
-	s.q, s.posKey, s.k, s.posQuery, s.c2p, s.p2c = nil, nil, nil, nil, nil, nil
+	// Inputs 0, 1, 3 and 4 are float32 values, 2 and 5 int64 tables.
+	f32s := [6]*[]float32{&s.q, &s.posKey, nil, &s.k, &s.posQuery, nil}
+	i64s := [6]*[]int64{2: &s.c2p, 5: &s.p2c}
 	for i, id := range []SlotID{s.Q, s.PosKey, s.C2P, s.K, s.PosQuery, s.P2C} {
+		if f32s[i] != nil {
+			*f32s[i] = nil
+		} else {
+			*i64s[i] = nil
+		}
 		if id == NoSlot {
 			continue
 		}
 		t := p.bufs[id]
 		dt := compiler.Float32
-		if i == 2 || i == 5 {
+		if f32s[i] == nil {
 			dt = compiler.Int64
 		}
 		if err := want(t, "DisentangledBias operand", dt, 0); err != nil {
@@ -68,19 +75,10 @@ func (s *DisentangledBiasStep) bindAs(p *Program, batch, seq int64) error {
 			*rs = [3]int64{batch, seq, t.Shape[1]}
 			shapes[i] = rs[:]
 		}
-		switch i {
-		case 0:
-			s.q = t.F32
-		case 1:
-			s.posKey = t.F32
-		case 2:
-			s.c2p = t.I64
-		case 3:
-			s.k = t.F32
-		case 4:
-			s.posQuery = t.F32
-		case 5:
-			s.p2c = t.I64
+		if f32s[i] != nil {
+			*f32s[i] = t.F32
+		} else {
+			*i64s[i] = t.I64
 		}
 	}
 	size, err := compiler.DisentangledBiasShapes(int64(s.Heads), shapes)

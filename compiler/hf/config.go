@@ -767,6 +767,12 @@ func (c *Config) parameterCount() int64 {
 	return n + h*h + h + int64(len(c.Labels))*(h+1)
 }
 
+// refuseKey is the error refusing a config.json setting sqc does not
+// compute, naming the file and the key.
+func refuseKey(path, key, format string, args ...any) error {
+	return compiler.BadInput(path, key, fmt.Errorf("%w: "+format, append([]any{compiler.ErrUnknownModel}, args...)...))
+}
+
 func supportedTypes() string {
 	types := make([]string, 0, len(architecturesByType))
 	for t, archs := range architecturesByType {

@@ -85,9 +85,7 @@ type debertaRaw struct {
 // xxlarge (conv_kernel_size), a head size other than hidden/heads, a
 // pooler of another width, and pos_att_type terms other than c2p and p2c.
 func parseDeBERTa(cfg *Config, raw rawConfig, path string) error {
-	refuse := func(key, format string, args ...any) error {
-		return compiler.BadInput(path, key, fmt.Errorf("%w: "+format, append([]any{compiler.ErrUnknownModel}, args...)...))
-	}
+	refuse := func(key, format string, args ...any) error { return refuseKey(path, key, format, args...) }
 	cfg.VocabSize = intOr(raw.VocabSize, 128000)
 	cfg.HiddenSize = intOr(raw.HiddenSize, 1536)
 	cfg.NumLayers = intOr(raw.NumHiddenLayers, 24)

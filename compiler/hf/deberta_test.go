@@ -2,14 +2,10 @@ package hf
 
 import (
 	"fmt"
-	"maps"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/sqc-dev/sqc/compiler"
-	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/compiler/onnx"
 	"github.com/sqc-dev/sqc/internal/testmodels"
 )
@@ -18,11 +14,7 @@ import (
 // defaults and pos_att_type in both of its forms; what sqc does not
 // compute is refused naming the key.
 func TestDeBERTaConfig(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(testmodels.TinyDir(t, testmodels.TinyDeBERTaBase), ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	parse := func(key string, value any) (Config, error) { return parseConfigWith(t, data, key, value) }
+	parse := tinyConfigParser(t, testmodels.TinyDeBERTaBase)
 	cfg, err := parse("", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -85,41 +77,14 @@ func TestTinyDeBERTaMatchesTorch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkRealRows(t, "safetensors", hg, ref)
+			checkRealTokens(t, "safetensors", hg, ref)
 			og, err := onnx.Load(filepath.Join(dir, "model.onnx"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			sameInterface(t, hg, og)
-			checkRealRows(t, "onnx", og, ref)
+			checkRealTokens(t, "onnx", og, ref)
 		})
-	}
-}
-
-// checkRealRows runs g on the reference batch and compares every reference
-// output on real tokens within referenceTolerance.
-func checkRealRows(t *testing.T, what string, g *compiler.Graph, ref *testmodels.ModelReference) {
-	t.Helper()
-	it, err := interp.New(g)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	out, err := it.Run(ref.Inputs, &interp.Options{Threads: 2})
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	want := maps.Clone(ref.Outputs)
-	for name, o := range want {
-		want[name] = o.Clone()
-	}
-	compiler.ZeroMaskedTokens(out, ref.Inputs[inAttentionMask])
-	compiler.ZeroMaskedTokens(want, ref.Inputs[inAttentionMask])
-	for _, name := range ref.OutputNames() {
-		d := testmodels.TensorMaxAbsDiff(out[name], want[name])
-		t.Logf("%s: %s max |sqc - torch| on real tokens = %.3g", what, name, d)
-		if !(d <= referenceTolerance) {
-			t.Errorf("%s: %s differs from PyTorch by %.3g > %g on real tokens", what, name, d, referenceTolerance)
-		}
 	}
 }
 

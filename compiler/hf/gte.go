@@ -1,11 +1,8 @@
 package hf
 
 import (
-	"fmt"
 	"math"
 	"strconv"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // GTEConfig holds the NewConfig keys (Alibaba-NLP/new-impl, model_type
@@ -44,9 +41,7 @@ func parseGTE(cfg *Config, raw rawConfig, path string) error {
 	if raw.LayerNormEps != nil {
 		cfg.LayerNormEps = *raw.LayerNormEps
 	}
-	refuse := func(key, format string, args ...any) error {
-		return compiler.BadInput(path, key, fmt.Errorf("%w: "+format, append([]any{compiler.ErrUnknownModel}, args...)...))
-	}
+	refuse := func(key, format string, args ...any) error { return refuseKey(path, key, format, args...) }
 	if pe := strOr(raw.PositionEmbType, "rope"); pe != "rope" {
 		return refuse("position_embedding_type", "%q; sqc builds GTE with \"rope\" only", pe)
 	}

@@ -1,11 +1,8 @@
 package hf
 
 import (
-	"fmt"
 	"math"
 	"strconv"
-
-	"github.com/sqc-dev/sqc/compiler"
 )
 
 // NomicConfig holds the NomicBertConfig keys (nomic-ai/nomic-bert-2048's
@@ -83,9 +80,7 @@ type nomicRaw struct {
 // rotary embeddings, learned positions (rotary_emb_fraction 0), and the
 // sigmoid GLU.
 func parseNomic(cfg *Config, raw rawConfig, path string) error {
-	refuse := func(key, format string, args ...any) error {
-		return compiler.BadInput(path, key, fmt.Errorf("%w: "+format, append([]any{compiler.ErrUnknownModel}, args...)...))
-	}
+	refuse := func(key, format string, args ...any) error { return refuseKey(path, key, format, args...) }
 	switch {
 	case raw.Prenorm:
 		return refuse("prenorm", "true; sqc builds NomicBERT's post-norm blocks only")

@@ -19,11 +19,7 @@ import (
 // GELU name computed as the erf GELU); the settings sqc does not compute
 // are refused naming their key.
 func TestNomicConfig(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(testmodels.TinyDir(t, testmodels.TinyNomicBase), ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	parse := func(key string, value any) (Config, error) { return parseConfigWith(t, data, key, value) }
+	parse := tinyConfigParser(t, testmodels.TinyNomicBase)
 	cfg, err := parse("", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +67,17 @@ func TestNomicConfig(t *testing.T) {
 		_, err := parse(c.key, c.value)
 		wantRefusal(t, fmt.Sprintf("%s = %v", c.key, c.value), err, c.want...)
 	}
+}
+
+// tinyConfigParser returns parseConfigWith on the tiny model name's
+// config.json.
+func tinyConfigParser(t *testing.T, name string) func(key string, value any) (Config, error) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testmodels.TinyDir(t, name), ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(key string, value any) (Config, error) { return parseConfigWith(t, data, key, value) }
 }
 
 // parseConfigWith parses config.json data with key set to value (data as

@@ -312,13 +312,7 @@ def build(name, c, opset, out_dir, seed, lengths, published=False):
     make_models.randomize(model, seed)
     model.eval()
     batch = make_models.make_batch(c, seed + 1, lengths)
-    names = ["input_ids", "attention_mask"] + (["token_type_ids"] if model.types else [])
-    if model.types:
-        types = batch["input_ids"] * 0
-        for i, n in enumerate(lengths):
-            if i > 0:
-                types[i, n // 2:n] = 1  # segment B in the second half, as BERT's pairs
-        batch["token_type_ids"] = types
+    names = tinyexport.input_names(batch, lengths, model.types)
     oname = "logits" if isinstance(model, Cls) else "last_hidden_state"
     tinyexport.write(out_dir, name, c, model, batch, names, [oname], opset, published)
 

@@ -46,6 +46,20 @@ def write(out_dir, name, c, model, batch, names, onames, opset, published=False)
     print("%s: %s, %d parameters" % (name, c["architectures"][0], sum(p.numel() for p in model.parameters())), file=sys.stderr)
 
 
+def input_names(batch, lengths, types):
+    """The graph inputs of a model with token types (types) or without;
+    with them, batch gets token_type_ids with segment B in the second
+    half of every row but the first, as BERT's pairs."""
+    if not types:
+        return ["input_ids", "attention_mask"]
+    t = batch["input_ids"] * 0
+    for i, n in enumerate(lengths):
+        if i > 0:
+            t[i, n // 2:n] = 1
+    batch["token_type_ids"] = t
+    return ["input_ids", "attention_mask", "token_type_ids"]
+
+
 def main(doc, tiny, published, build, seed0, shapes_help):
     """The generators' command line: --out DIR (default testdata/tiny) and
     --published (the published shapes instead of the tiny models); builds
