@@ -75,7 +75,7 @@ func TestTinyModelsCompile(t *testing.T) {
 }
 
 // TestTinyDeBERTaCompiles is TestTinyModelsCompile on the DeBERTa models
-// from their folders: v3's form runs packed, relative terms included; the
+// from their folders: they run packed, relative terms included, but the
 // classifier's embed_proj, which comes before its LayerNorm, keeps its
 // embeddings from fusing and its batches padded. Their ONNX exports do not
 // lower (see hf's TestTinyDeBERTaINT8).
@@ -86,6 +86,8 @@ func TestTinyDeBERTaCompiles(t *testing.T) {
 	for name, paddedBy := range map[string]string{
 		testmodels.TinyDeBERTaBase: "",
 		testmodels.TinyDeBERTaCls:  "no fused embedding step",
+		testmodels.TinyDeBERTaC2P:  "",
+		testmodels.TinyDeBERTaAbs:  "",
 	} {
 		dir := testmodels.TinyDir(t, name)
 		t.Run(name, func(t *testing.T) { testTinyModel(t, dir, dir, paddedBy) })

@@ -121,14 +121,17 @@ func TestPackedRoBERTaMatchesAlone(t *testing.T) {
 	}
 }
 
-// TestPackedDeBERTaMatchesAlone is TestPackedRoBERTaMatchesAlone on
-// DeBERTa-v3's form from its folder: each sequence's relative terms fill
+// TestPackedDeBERTaMatchesAlone is TestPackedRoBERTaMatchesAlone on the
+// DeBERTa models from their folders (v3's form, c2p alone, no relative
+// terms): each sequence's relative terms fill
 // its corner of the padded bias, which packed attention reads, with the
 // bits of its run alone. (Its ONNX export does not lower; the classifier's
 // embed_proj keeps its batches padded.)
 func TestPackedDeBERTaMatchesAlone(t *testing.T) {
-	dir := testmodels.TinyDir(t, testmodels.TinyDeBERTaBase)
-	testPackedMatchesAlone(t, testmodels.TinyDeBERTaBase, dir, dir)
+	for _, name := range []string{testmodels.TinyDeBERTaBase, testmodels.TinyDeBERTaC2P, testmodels.TinyDeBERTaAbs} {
+		dir := testmodels.TinyDir(t, name)
+		testPackedMatchesAlone(t, name, dir, dir)
+	}
 }
 
 // testPackedMatchesAlone runs the packed-batch checks on the tiny model

@@ -123,10 +123,16 @@ const (
 	// pos_query_proj, absolute positions, two token types, embed_proj
 	// from 24-wide tables, gelu_new, 3 labels; 2 layers, opset 17.
 	TinyDeBERTaCls = "deberta-cls-v2"
+	// c2p alone, through its own pos_key_proj, 16 buckets, 2 heads; a
+	// one-label classifier (a reranker's head); opset 14.
+	TinyDeBERTaC2P = "deberta-rerank-c2p"
+	// relative_attention false: BERT's attention with absolute
+	// positions, relu; opset 14.
+	TinyDeBERTaAbs = "deberta-abs"
 )
 
 // TinyDeBERTaModels lists the tiny DeBERTa models.
-var TinyDeBERTaModels = []string{TinyDeBERTaBase, TinyDeBERTaCls}
+var TinyDeBERTaModels = []string{TinyDeBERTaBase, TinyDeBERTaCls, TinyDeBERTaC2P, TinyDeBERTaAbs}
 
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean
