@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -161,7 +162,12 @@ func (l *lowering) label(i int) string {
 	return fmt.Sprintf("node %q (%s)", n.Name, n.Op)
 }
 
-func (l *lowering) bad(i int, err error) error { return compiler.BadInput(l.source, l.label(i), err) }
+func (l *lowering) bad(i int, err error) error {
+	if hint := l.g.Meta[compiler.MetaLoweringHint]; hint != "" && errors.Is(err, compiler.ErrUnsupportedOp) {
+		err = fmt.Errorf("%w; %s", err, hint)
+	}
+	return compiler.BadInput(l.source, l.label(i), err)
+}
 
 // info returns a value's dtype and (possibly symbolic) shape.
 func (l *lowering) info(name string) (compiler.DType, compiler.Shape) {

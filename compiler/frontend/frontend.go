@@ -9,6 +9,7 @@
 package frontend
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -72,7 +73,36 @@ func loadONNX(path string) (*compiler.Graph, error) {
 		return nil, err
 	}
 	configLabels(g, filepath.Join(Dir(path), "config.json"))
+	exportHint(g, filepath.Join(Dir(path), "config.json"))
 	return g, nil
+}
+
+// unfusedExports are the model types whose ONNX exports sqc runs in the
+// interpreter but does not fuse, with what to compile instead.
+var unfusedExports = map[string]string{
+	hf.ModelDeBERTaV2: "this is DeBERTa's ONNX export (config.json beside it), whose attention (bmm on [batch*heads, seq, d], " +
+		"the masked_fill softmax, the tiled relative tables) sqc does not fuse yet: give the HuggingFace folder " +
+		"(config.json and model.safetensors) instead, which compiles and runs padding-free",
+}
+
+// exportHint sets g's MetaLoweringHint where the config.json at path (an
+// optimum export writes it beside the model) names a model type whose
+// export does not fuse. Like configLabels, a missing or unreadable file
+// says nothing.
+func exportHint(g *compiler.Graph, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var cfg struct {
+		ModelType string `json:"model_type"`
+	}
+	if json.Unmarshal(data, &cfg) != nil {
+		return
+	}
+	if hint, ok := unfusedExports[cfg.ModelType]; ok {
+		g.Meta[compiler.MetaLoweringHint] = hint
+	}
 }
 
 // configLabels sets g's class names (Meta "id2label.N", as the
