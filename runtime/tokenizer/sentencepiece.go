@@ -178,10 +178,11 @@ const (
 func spTemplate(t *Tokenizer, layout spLayout, special func(string) int32) error {
 	if layout == spLayoutDeBERTa {
 		cls, sep := special("[CLS]"), special("[SEP]")
-		for name, id := range map[string]int32{`"[CLS]"`: cls, `"[SEP]"`: sep} {
-			if id < 0 {
-				return badInput("", name, ErrMissingToken)
-			}
+		switch {
+		case cls < 0:
+			return badInput("", `"[CLS]"`, ErrMissingToken)
+		case sep < 0:
+			return badInput("", `"[SEP]"`, ErrMissingToken)
 		}
 		t.single = template{{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep}}}
 		t.pair = template{{seq: seqSpecial, ids: []int32{cls}}, {seq: 0}, {seq: seqSpecial, ids: []int32{sep}},

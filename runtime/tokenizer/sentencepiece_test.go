@@ -256,3 +256,38 @@ func TestSentencePieceDeBERTaLayout(t *testing.T) {
 	_, err = newSentencePiece(m, spLayoutDeBERTa)
 	wantErr(t, "no [SEP]", err, ErrMissingToken, "[SEP]")
 }
+
+// TestSentencePieceDeBERTaConfig: a tokenizer_config.json beside spm.model
+// asking for DebertaV2Tokenizer's lowercasing or punctuation split, which
+// sqc does not compute, is refused naming the file and the key, in a
+// model directory and for the file itself; false (the defaults) loads.
+func TestSentencePieceDeBERTaConfig(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "oracle", "spm.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		config, key string
+	}{
+		{`{"do_lower_case": true}`, "do_lower_case"},
+		{`{"do_lower_case": false, "split_by_punct": true}`, "split_by_punct"},
+		{`{"do_lower_case": false, "split_by_punct": false}`, ""},
+	} {
+		dir := t.TempDir()
+		writeTemp(t, dir, "spm.model", data)
+		cfg := writeTemp(t, dir, "tokenizer_config.json", []byte(c.config))
+		for what, load := range map[string]func() (*Tokenizer, error){
+			"directory": func() (*Tokenizer, error) { return Load(dir) },
+			"file":      func() (*Tokenizer, error) { return LoadFile(filepath.Join(dir, "spm.model")) },
+		} {
+			_, err := load()
+			if c.key == "" {
+				if err != nil {
+					t.Errorf("%s %s: %v", c.config, what, err)
+				}
+				continue
+			}
+			wantErr(t, c.config+" "+what, err, ErrUnsupported, c.key, cfg)
+		}
+	}
+}

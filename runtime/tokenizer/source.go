@@ -67,9 +67,29 @@ func ReadSource(dir string) (*Source, error) {
 		if err != nil {
 			return nil, badInput(path, "", err)
 		}
+		if err := cfg.checkSentencePiece(c.kind, c.name); err != nil {
+			return nil, err
+		}
 		return &Source{Kind: c.kind, Name: c.name, Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
 	}
-	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model or spiece.model in the directory"))
+	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model, spiece.model or spm.model in the directory"))
+}
+
+// checkSentencePiece refuses the tokenizer_config.json settings that
+// change how a SentencePiece file of kind and base name tokenizes and
+// that sqc does not compute: DebertaV2Tokenizer's do_lower_case true and
+// split_by_punct true for spm.model (DeBERTa's defaults are false).
+func (cfg *tokenizerConfig) checkSentencePiece(kind, name string) error {
+	if kind != SourceSentencePiece || spLayoutOf(name) != spLayoutDeBERTa {
+		return nil
+	}
+	switch {
+	case cfg.lowerSet && cfg.opts.Lowercase:
+		return badInput(cfg.path, "do_lower_case", fmt.Errorf("%w: true for %s: DebertaV2Tokenizer's lowercasing is not supported (its default, false, is)", ErrUnsupported, name))
+	case cfg.splitByPunct:
+		return badInput(cfg.path, "split_by_punct", fmt.Errorf("%w: true for %s: splitting on punctuation before SentencePiece is not supported", ErrUnsupported, name))
+	}
+	return nil
 }
 
 // ReadSourceFile reads the tokenizer file at path, which may have any
@@ -93,6 +113,9 @@ func ReadSourceFile(path string) (*Source, error) {
 		kind = SourceTokenizerJSON
 	case ".model":
 		kind = SourceSentencePiece
+	}
+	if err := cfg.checkSentencePiece(kind, filepath.Base(path)); err != nil {
+		return nil, err
 	}
 	return &Source{Kind: kind, Name: filepath.Base(path), Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
 }

@@ -84,6 +84,13 @@ func Load(dir string) (*Tokenizer, error) {
 type tokenizerConfig struct {
 	opts      Options
 	maxLength int // 0 when absent or unbounded
+	// path is the file read ("" where there was none); lowerSet says
+	// whether it sets do_lower_case, and splitByPunct is its
+	// split_by_punct (DebertaV2Tokenizer's), which spm.model's layout
+	// checks (checkSentencePiece).
+	path         string
+	lowerSet     bool
+	splitByPunct bool
 }
 
 // maxSaneLength bounds model_max_length: transformers writes int(1e30)
@@ -119,10 +126,12 @@ func readTokenizerConfig(path string) (tokenizerConfig, error) {
 		SepToken             json.RawMessage `json:"sep_token"`
 		PadToken             json.RawMessage `json:"pad_token"`
 		MaskToken            json.RawMessage `json:"mask_token"`
+		SplitByPunct         bool            `json:"split_by_punct"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return cfg, badInput(path, "", fmt.Errorf("%w: %v", ErrMalformed, err))
 	}
+	cfg.path, cfg.lowerSet, cfg.splitByPunct = path, raw.DoLowerCase != nil, raw.SplitByPunct
 	if raw.DoLowerCase != nil {
 		cfg.opts.Lowercase = *raw.DoLowerCase
 	}
