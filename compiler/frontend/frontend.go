@@ -72,8 +72,12 @@ func loadONNX(path string) (*compiler.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	configLabels(g, filepath.Join(Dir(path), "config.json"))
-	exportHint(g, filepath.Join(Dir(path), "config.json"))
+	// The config.json beside it is only a hint: a missing or unreadable
+	// one names no classes and gives no hint.
+	if data, err := os.ReadFile(filepath.Join(Dir(path), "config.json")); err == nil {
+		configLabels(g, data)
+		exportHint(g, data)
+	}
 	return g, nil
 }
 
@@ -85,15 +89,10 @@ var unfusedExports = map[string]string{
 		"(config.json and model.safetensors) instead, which compiles and runs padding-free",
 }
 
-// exportHint sets g's MetaLoweringHint where the config.json at path (an
+// exportHint sets g's MetaLoweringHint where config.json data (an
 // optimum export writes it beside the model) names a model type whose
-// export does not fuse. Like configLabels, a missing or unreadable file
-// says nothing.
-func exportHint(g *compiler.Graph, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
+// export does not fuse. Like configLabels, a malformed file says nothing.
+func exportHint(g *compiler.Graph, data []byte) {
 	var cfg struct {
 		ModelType string `json:"model_type"`
 	}
@@ -106,15 +105,11 @@ func exportHint(g *compiler.Graph, path string) {
 }
 
 // configLabels sets g's class names (Meta "id2label.N", as the
-// HuggingFace frontend sets them) from the id2label of the config.json at
-// path (hf.ID2Label), when g names none and its "logits" output has one
+// HuggingFace frontend sets them) from the id2label of config.json data
+// (hf.ID2Label), when g names none and its "logits" output has one
 // column per label. The file is only a hint beside an ONNX export: a
-// missing, unreadable or mismatched one names no classes.
-func configLabels(g *compiler.Graph, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
+// malformed or mismatched one names no classes.
+func configLabels(g *compiler.Graph, data []byte) {
 	labels, err := hf.ID2Label(data)
 	if err != nil || len(labels) == 0 {
 		return

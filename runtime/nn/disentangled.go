@@ -69,45 +69,28 @@ func DisentangledScratchLen(workers, rows, headDim int) int {
 
 func disentangledPerWorker(rows, headDim int) int { return 2 * attnRows * (headDim + rows) }
 
-// checkIndex returns an error naming what when a value of an index table
-// lies outside [0, rows).
-func checkIndex(index []int64, rows int, what string) error {
-	l, h := index[0], index[0]
-	for _, v := range index {
-		l, h = min(l, v), max(h, v)
-	}
-	switch {
-	case l < 0:
-		return fmt.Errorf("%s index %d is negative", what, l)
-	case h >= int64(rows):
-		return fmt.Errorf("%s index %d is past the %d relative embedding rows", what, h, rows)
-	}
-	return nil
-}
-
 func disentangledBias(kern *kernels, p *pool.Pool, scratch, out, q, posKey []float32, c2pIndex []int64, k, posQuery []float32, p2cIndex []int64, d *DisentangledDims, offsets []int) error {
 	if d.Batch <= 0 || d.Seq <= 0 || d.Heads <= 0 || (q == nil && k == nil) {
 		return nil
 	}
-	if q != nil {
-		if err := checkIndex(c2pIndex[:d.Seq*d.Seq], d.Rows, "c2p"); err != nil {
-			return err
-		}
-	}
-	if k != nil {
-		if err := checkIndex(p2cIndex[:d.Seq*d.Seq], d.Rows, "p2c"); err != nil {
-			return err
-		}
-	}
 	c := disentangledCalls.get()
+	// The tables' row ranges, checked against the embedding rows before
+	// anything is written.
+	var err error
+	if q != nil {
+		c.c2pRows, err = rowRanges(c.c2pRows, c2pIndex, d.Seq, d.Rows, "c2p")
+	}
+	if k != nil && err == nil {
+		c.p2cRows, err = rowRanges(c.p2cRows, p2cIndex, d.Seq, d.Rows, "p2c")
+	}
+	if err != nil {
+		disentangledCalls.put(c)
+		return err
+	}
 	c.kern, c.scratch, c.out, c.q, c.posKey, c.c2p, c.k, c.posQuery, c.p2c, c.d = kern, scratch, out, q, posKey, c2pIndex, k, posQuery, p2cIndex, *d
 	c.offsets = offsets
 	c.per = disentangledPerWorker(d.Rows, d.HeadDim)
-	if q != nil {
-		c.c2pRows = rowRanges(c.c2pRows, c2pIndex, d.Seq)
-	}
 	if k != nil {
-		c.p2cRows = rowRanges(c.p2cRows, p2cIndex, d.Seq)
 		// Read column by column below: transposed once per call, as int32
 		// (indices below Rows).
 		if cap(c.p2cT) < d.Seq*d.Seq {
@@ -236,8 +219,9 @@ func (c *disentangledCall) products(sc, x []float32, stride int, emb []float32, 
 }
 
 // rowRanges sets dst (grown to 2·s) to each row's least and greatest
-// value of an index table [s, s], interleaved.
-func rowRanges(dst []int32, index []int64, s int) []int32 {
+// value of an index table [s, s], interleaved, or returns an error naming
+// the table (what) when a value lies outside [0, rows).
+func rowRanges(dst []int32, index []int64, s, rows int, what string) ([]int32, error) {
 	if cap(dst) < 2*s {
 		dst = make([]int32, 2*s)
 	}
@@ -248,9 +232,15 @@ func rowRanges(dst []int32, index []int64, s int) []int32 {
 		for _, v := range row {
 			l, h = min(l, v), max(h, v)
 		}
+		switch {
+		case l < 0:
+			return dst, fmt.Errorf("%s index %d is negative", what, l)
+		case h >= int64(rows):
+			return dst, fmt.Errorf("%s index %d is past the %d relative embedding rows", what, h, rows)
+		}
 		dst[2*r], dst[2*r+1] = int32(l), int32(h)
 	}
-	return dst
+	return dst, nil
 }
 
 // blockRange is the least and greatest value of rows r0 .. r0+rows-1 of
