@@ -222,6 +222,10 @@ func foldMul(x []SymInt) SymInt {
 		return a
 	case (a.IsConst() && a.Val == 0) || (b.IsConst() && b.Val == 0):
 		return SymInt{}
+	case a.Param != "" && b.IsConst():
+		return scaledSym(a, b.Val)
+	case b.Param != "" && a.IsConst():
+		return scaledSym(b, a.Val)
 	}
 	return symUnknown()
 }
@@ -236,6 +240,12 @@ func foldDiv(x []SymInt) SymInt {
 		return a
 	case a.Param != "" && a.Param == b.Param:
 		return SymInt{Val: 1}
+	case a.Param != "" && b.IsConst() && b.Val > 0:
+		// k·base / d is exact only where d divides k: a dim is never
+		// negative, so truncation toward zero is not at issue.
+		if c, base := SplitScaledParam(a.Param); c%b.Val == 0 {
+			return SymInt{Param: ScaledParam(c/b.Val, base)}
+		}
 	}
 	return symUnknown()
 }

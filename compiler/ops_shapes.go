@@ -818,8 +818,9 @@ func expandShape(a *InferArgs) ([]Inferred, error) {
 }
 
 // tileShape: each dim times its repeat count; a dim of 1 takes the count's
-// symbol and a count of 1 keeps the dim, so a Tile by [batch, 1, 1] of a
-// per-head table is [batch·heads, ...] only where heads is 1.
+// symbol and a count of 1 keeps the dim, and a known dim times a symbolic
+// count is that symbol scaled (ScaledParam): a Tile by [batch, 1, 1] of a
+// per-head table [heads, r, d] is [heads·batch, r, d].
 func tileShape(a *InferArgs) ([]Inferred, error) {
 	x := a.in(0).Shape
 	if s, ok := a.in(1).Shape.Static(); ok && x != nil && (len(s) != 1 || s[0] != int64(len(x))) {
@@ -840,8 +841,10 @@ func tileShape(a *InferArgs) ([]Inferred, error) {
 			out[i] = d
 		case d.Size == 1:
 			out[i] = dimFromSym(r)
-		case r.IsConst() && d.Size >= 0:
+		case r.IsConst() && d.Known():
 			out[i] = Dim{Size: d.Size * r.Val}
+		case r.Param != "" && d.Known():
+			out[i] = dimFromSym(scaledSym(r, d.Size))
 		default:
 			out[i] = unknownDim()
 		}

@@ -282,6 +282,9 @@ init %neg: i64[1] = [-1]
 %half = Div(%d, %two)
 %dbl = Mul(%half, %two)
 %b1 = Mul(%b, %two)
+%back = Div(%b1, %two)
+init %three: i64[] = [3]
+%third = Div(%b1, %three)
 %same = Sub(%b, %b)
 %eq = Equal(%s, %neg)
 %lt = Less(%s, %neg)
@@ -304,7 +307,11 @@ init %neg: i64[1] = [-1]
 	}{
 		{"%half", "f32[4]"},
 		{"%dbl", "f32[8]"},
-		{"%b1", "f32[?]"},
+		// batch·2 is the scaled symbol, and divided by 2 batch again;
+		// divided by 3 it is no symbol inference can name.
+		{"%b1", `f32["2·batch"]`},
+		{"%back", "f32[batch]"},
+		{"%third", "f32[?]"},
 		{"%same", "f32[0]"},
 	}
 	for _, c := range cases {

@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -14,6 +16,48 @@ func unknownDim() Dim { return Dim{Size: -1} }
 
 // SymDim returns a symbolic dimension named param.
 func SymDim(param string) Dim { return Dim{Size: -1, Param: param} }
+
+// scaledSep joins a constant factor and a symbol in the name of a scaled
+// symbolic dim, "4·batch": a middle dot, which dim names in ONNX files do
+// not use, so that a file's own symbol is never read as a product.
+const scaledSep = "·"
+
+// ScaledParam names the dim that is c times the dim named base ("4·batch";
+// base itself for c = 1): torch's bmm attention merges batch and heads
+// into one axis, [batch·heads, seq, d], which inference follows through
+// Reshape's -1, Tile and the integer arithmetic of shape tensors, so that
+// batch comes back when the axis is divided by heads again.
+func ScaledParam(c int64, base string) string {
+	if c == 1 {
+		return base
+	}
+	return strconv.FormatInt(c, 10) + scaledSep + base
+}
+
+// SplitScaledParam returns the factor and base symbol of a dim name
+// (ScaledParam's inverse): 4 and "batch" for "4·batch", 1 and p for any
+// other p.
+func SplitScaledParam(p string) (int64, string) {
+	num, base, ok := strings.Cut(p, scaledSep)
+	if !ok || base == "" {
+		return 1, p
+	}
+	c, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || c < 2 || strconv.FormatInt(c, 10) != num {
+		return 1, p
+	}
+	return c, base
+}
+
+// scaledSym returns k times the symbolic s (a SymInt with Param set), or
+// unknown when k is not positive.
+func scaledSym(s SymInt, k int64) SymInt {
+	c, base := SplitScaledParam(s.Param)
+	if k <= 0 || c > math.MaxInt64/k {
+		return symUnknown()
+	}
+	return SymInt{Param: ScaledParam(c*k, base)}
+}
 
 // String renders a shape as the textual IR does: "[batch, sequence, 256]",
 // "[]" for a scalar and "[*]" when the rank is unknown.
@@ -169,7 +213,9 @@ func dimsMatch(a, b Dim) bool {
 
 // dimProduct is a product of dims kept as a constant times a multiset of
 // symbols, so that Reshape's -1 can be solved symbolically:
-// [batch, sequence, 4, 64] reshaped to [batch, sequence, -1] gives 256.
+// [batch, sequence, 4, 64] reshaped to [batch, sequence, -1] gives 256,
+// [batch, 4, sequence, 8] reshaped to [-1, sequence, 8] gives 4·batch
+// (ScaledParam), and that reshaped to [-1, 4, sequence, 8] batch again.
 type dimProduct struct {
 	c       int64
 	syms    map[string]int
@@ -187,7 +233,9 @@ func productOf(dims []Dim) dimProduct {
 func (p *dimProduct) mul(d Dim) {
 	switch {
 	case d.Param != "":
-		p.syms[d.Param]++
+		c, base := SplitScaledParam(d.Param)
+		p.c *= c
+		p.syms[base]++
 	case d.Size < 0:
 		p.unknown = true
 	default:
@@ -195,7 +243,8 @@ func (p *dimProduct) mul(d Dim) {
 	}
 }
 
-// div returns p/q as a dim when it is a known size or a single symbol.
+// div returns p/q as a dim when it is a known size or a single symbol
+// times a positive constant.
 func (p dimProduct) div(q dimProduct) Dim {
 	if p.unknown || q.unknown || q.c == 0 || p.c%q.c != 0 {
 		return unknownDim()
@@ -220,8 +269,8 @@ func (p dimProduct) div(q dimProduct) Dim {
 	switch {
 	case len(left) == 0:
 		return Dim{Size: c}
-	case len(left) == 1 && c == 1:
-		return SymDim(left[0])
+	case len(left) == 1 && c >= 1:
+		return SymDim(ScaledParam(c, left[0]))
 	}
 	return unknownDim()
 }
