@@ -74,11 +74,10 @@ func TestTinyModelsCompile(t *testing.T) {
 	}
 }
 
-// TestTinyDeBERTaCompiles is TestTinyModelsCompile on the DeBERTa models
-// from their folders: they run packed, relative terms included, but the
-// classifier's embed_proj, which comes before its LayerNorm, keeps its
-// embeddings from fusing and its batches padded. Their ONNX exports do not
-// lower (see hf's TestTinyDeBERTaINT8).
+// TestTinyDeBERTaCompiles is TestTinyModelsCompile on the DeBERTa models,
+// from their folders and their ONNX exports: they run packed, relative
+// terms included, but the classifier's embed_proj, which comes before its
+// LayerNorm, keeps its embeddings from fusing and its batches padded.
 func TestTinyDeBERTaCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated packages")
@@ -90,7 +89,9 @@ func TestTinyDeBERTaCompiles(t *testing.T) {
 		testmodels.TinyDeBERTaAbs:  "",
 	} {
 		dir := testmodels.TinyDir(t, name)
-		t.Run(name, func(t *testing.T) { testTinyModel(t, dir, dir, paddedBy) })
+		for _, path := range []string{filepath.Join(dir, "model.onnx"), dir} {
+			t.Run(name+"/"+filepath.Base(path), func(t *testing.T) { testTinyModel(t, dir, path, paddedBy) })
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ type Graph struct {
 	// Values holds type and shape of intermediate values where known.
 	Values map[string]*Value
 	// Meta carries model facts a frontend knows (source file, model_type,
-	// labels as "id2label.0" = "negative", MetaLoweringHint, ...). Keys
+	// labels as "id2label.0" = "negative", ...). Keys
 	// print sorted.
 	Meta map[string]string
 
@@ -83,11 +83,6 @@ type Graph struct {
 	// graph prints as it was parsed.
 	elided map[string]string
 }
-
-// MetaLoweringHint is the Meta key of what a frontend knows to say when
-// the graph does not lower (an export of a form sqc does not fuse, and
-// what to give it instead): exec appends it to its unsupported-op errors.
-const MetaLoweringHint = "lowering_hint"
 
 // NewGraph returns an empty graph with its maps made.
 func NewGraph(name string) *Graph {

@@ -12,7 +12,7 @@ import (
 // the additive mask f32 [batch, 1, 1, seq]: 0 where mask != 0 (attend) and
 // fill where mask == 0 (padding).
 //
-// Three forms are recognised; in each, mask is any rank-2 [batch, seq]
+// These forms are recognised; in each, mask is any rank-2 [batch, seq]
 // value (normally the attention_mask graph input):
 //
 //   - BERT's get_extended_attention_mask: Mul(Sub(1, Cast<f32>(m4)), fill),
@@ -30,6 +30,11 @@ import (
 //     inv) with inv = Sub(1, Cast<f32>(Expand(unsqueezed mask)))
 //     (matchInvertedMask), [batch, 1, tgt, seq], which becomes
 //     AttentionMask(mask) {fill} as the first form does.
+//   - DeBERTa's masked_fill over query and key pairs, Where(Not(c),
+//     fill, scores) with c the product of the mask laid out as keys and
+//     as queries (queryKeyMask), becomes the scores plus the key mask,
+//     as DistilBERT's does: the rows of padded queries differ (see
+//     queryKeyMask), real tokens' do not.
 //   - A boolean mask (true: attend) turned into the additive one,
 //     Where(c, 0, fill), as onnxscript writes SDPA with a boolean mask and
 //     ONNX's Attention defines it: c as DistilBERT's masked_fill takes it,
@@ -245,10 +250,11 @@ func followUnsqueezes(ix *index, name string, castTo int64) (src string, casts i
 }
 
 // onnxFloat is TensorProto.FLOAT, the Cast "to" code for float32;
-// onnxBool is TensorProto.BOOL.
+// onnxBool is TensorProto.BOOL, onnxUint8 TensorProto.UINT8.
 const (
 	onnxFloat = 1
 	onnxBool  = 9
+	onnxUint8 = 2
 )
 
 // matchInvertedMask matches the mask transformers builds for SDPA
@@ -319,6 +325,16 @@ func matchMaskedFill(ix *index, where *compiler.Node) (src string, fill float32,
 // back to the rank-2 mask. padding says whether true marks padding
 // (Equal(mask, 0)) or tokens to attend (the mask cast to bool).
 func maskCondition(ix *index, name string, padding bool) (string, bool) {
+	// Not(c) marks padding where c marks tokens to attend, and the
+	// reverse.
+	if p := ix.producedBy(name, "Not"); p != nil {
+		return maskCondition(ix, p.Inputs[0], !padding)
+	}
+	if !padding {
+		if src, ok := queryKeyMask(ix, name); ok {
+			return src, true
+		}
+	}
 	// Peel bool-to-bool Casts, Expands and Ands with a value that is true
 	// everywhere: each only broadcasts the condition, which the Where and
 	// the scores' Add broadcast anyway.
@@ -365,6 +381,63 @@ func maskCondition(ix *index, name string, padding bool) (string, bool) {
 		return "", false
 	}
 	return cast.Inputs[0], true
+}
+
+// queryKeyMask matches DeBERTa's mask of query and key pairs,
+// Cast<bool>(Cast<u8>(Mul(k, q))) (either Cast optional, the Mul's
+// operands in either order), true where both tokens are real: k is the
+// mask laid out [batch, 1, 1, seq] and q the same mask [batch, 1, seq,
+// 1], each by Unsqueeze and Squeeze nodes alone (which add and drop unit
+// axes and keep the elements' order). It returns the mask. Read as the
+// key mask, the condition differs only in the rows of padded queries,
+// which transformers fills with the mask's fill (a uniform softmax) and
+// sqc computes as a real token's: a padded position's output is no
+// model output sqc promises (a packed batch never computes one), and no
+// real token reads it past the key mask.
+func queryKeyMask(ix *index, name string) (string, bool) {
+	if c := ix.producedBy(name, "Cast"); c != nil && c.AttrInt("to", 0) == onnxBool {
+		name = c.Inputs[0]
+	}
+	if c := ix.producedBy(name, "Cast"); c != nil && c.AttrInt("to", 0) == onnxUint8 {
+		name = c.Inputs[0]
+	}
+	mul := ix.producedBy(name, "Mul")
+	if mul == nil || len(mul.Inputs) != 2 {
+		return "", false
+	}
+	for k := range 2 {
+		key, okK := unitAxesSource(ix, mul.Inputs[k])
+		query, okQ := unitAxesSource(ix, mul.Inputs[1-k])
+		if !okK || !okQ || key != query {
+			continue
+		}
+		kv, qv, m := valueInfo(ix.g, mul.Inputs[k]), valueInfo(ix.g, mul.Inputs[1-k]), valueInfo(ix.g, key)
+		one := compiler.Dim{Size: 1}
+		if kv == nil || qv == nil || m == nil || len(kv.Shape) != 4 || len(qv.Shape) != 4 || len(m.Shape) != 2 {
+			continue
+		}
+		if sameDim(kv.Shape[0], m.Shape[0]) && kv.Shape[1] == one && kv.Shape[2] == one && sameDim(kv.Shape[3], m.Shape[1]) &&
+			sameDim(qv.Shape[0], m.Shape[0]) && qv.Shape[1] == one && sameDim(qv.Shape[2], m.Shape[1]) && qv.Shape[3] == one {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// unitAxesSource follows Unsqueeze and Squeeze nodes from name back to
+// the rank-2 value they start from.
+func unitAxesSource(ix *index, name string) (string, bool) {
+	for {
+		p := ix.producedBy(name, "Unsqueeze")
+		if p == nil {
+			p = ix.producedBy(name, "Squeeze")
+		}
+		if p == nil {
+			break
+		}
+		name = p.Inputs[0]
+	}
+	return name, rank(ix.g, name) == 2
 }
 
 // isMaskLayout reports whether a Reshape of a rank-2 value produces

@@ -14,7 +14,8 @@ import (
 // summed (Add, either order) or alone, where split is the head split
 // FuseAttention proves (Transpose<0,2,1,3>(Reshape(x, [B, S, H, D]))), PK
 // and PQ are constants [H, D, R] (the relative embeddings through the
-// projections, folded) and I and J are i64 [S, S] tables. The op reads the
+// projections, folded; or Transpose<0,2,1> of such [H, R, D], as
+// UnmergeBatchHeads leaves DeBERTa's export) and I and J are i64 [S, S] tables. The op reads the
 // embeddings as [R, H·D] (rows of the projection's output, the layout a
 // key block has), so the pass re-lays them out once, dividing them by s
 // there (float32(PK / s)) and giving the op divisor 1: dot(Q, PK / s)
@@ -31,6 +32,7 @@ type disentangledTerm struct {
 	heads            int64
 	divisor          float32
 	transposed       bool // p2c
+	embRows          bool // emb is [H, R, D], not [H, D, R]
 }
 
 func fuseDisentangledBias(g *compiler.Graph) (bool, error) {
@@ -107,8 +109,22 @@ func matchDisentangledTerm(ix *index, name string) (disentangledTerm, bool) {
 		return t, false
 	}
 	rows, heads, width, rowsShape, ok := splitHeads(ix, mm.Inputs[0], permSplit)
-	emb := ix.constant(mm.Inputs[1])
-	if !ok || emb == nil || emb.DType != compiler.Float32 || len(emb.Shape) != 3 || emb.Shape[0] != heads || emb.Shape[1]*heads != width {
+	t.emb = mm.Inputs[1]
+	emb := ix.constant(t.emb)
+	if tr := ix.producedBy(t.emb, "Transpose"); emb == nil && tr != nil && permIs(tr, []int64{0, 2, 1}) {
+		// DeBERTa's export: the [H, R, D] table transposed (after
+		// UnmergeBatchHeads, before constants are folded again).
+		t.emb, t.embRows = tr.Inputs[0], true
+		emb = ix.constant(t.emb)
+	}
+	d := int64(1)
+	if emb != nil && len(emb.Shape) == 3 {
+		d = emb.Shape[1]
+		if t.embRows {
+			d = emb.Shape[2]
+		}
+	}
+	if !ok || emb == nil || emb.DType != compiler.Float32 || len(emb.Shape) != 3 || emb.Shape[0] != heads || d*heads != width {
 		return t, false
 	}
 	// The index: an i64 [S, S] table expanded to the gathered [B, H, S, S].
@@ -119,7 +135,7 @@ func matchDisentangledTerm(ix *index, name string) (disentangledTerm, bool) {
 		!sameDim(out.Shape[2], rowsShape[1]) || !sameDim(out.Shape[3], rowsShape[1]) {
 		return t, false
 	}
-	t.rows, t.emb, t.index, t.heads, t.divisor = rows, mm.Inputs[1], exp.Inputs[0], heads, float32(s)
+	t.rows, t.index, t.heads, t.divisor = rows, exp.Inputs[0], heads, float32(s)
 	return t, true
 }
 
@@ -127,13 +143,18 @@ func matchDisentangledTerm(ix *index, name string) (disentangledTerm, bool) {
 // divisor as an initializer [R, H·D] (row r holding every head's column r)
 // and returns its name.
 func relayEmbeddings(g *compiler.Graph, ix *index, nm *compiler.Namer, stem string, t disentangledTerm) string {
-	src := ix.constant(t.emb) // matchDisentangledTerm checked it is [H, D, R] float32
+	src := ix.constant(t.emb) // matchDisentangledTerm checked it is [H, D, R] (or [H, R, D]) float32
 	h, d, r := src.Shape[0], src.Shape[1], src.Shape[2]
+	at := func(hi, di, ri int64) float32 { return src.F32[(hi*d+di)*r+ri] }
+	if t.embRows {
+		r, d = d, r
+		at = func(hi, di, ri int64) float32 { return src.F32[(hi*r+ri)*d+di] }
+	}
 	out := compiler.NewTensor(compiler.Float32, r, h*d)
 	for hi := range h {
 		for di := range d {
 			for ri := range r {
-				out.F32[ri*h*d+hi*d+di] = src.F32[(hi*d+di)*r+ri] / t.divisor
+				out.F32[ri*h*d+hi*d+di] = at(hi, di, ri) / t.divisor
 			}
 		}
 	}

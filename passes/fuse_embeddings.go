@@ -16,6 +16,7 @@ import (
 //	  | Gather(type, Expand|Slice(...(all-zero i64 constant)))          (torch.onnx RoBERTa: buffered type ids)
 //	  | one f32 row [H] or [1, H]                                      (the HF frontend's RoBERTa: Gather(type, 0), folded)
 //	P = Gather(pos, Slice(arange_const [1, maxPos], 0, seq, axis 1))   (torch.onnx: position_ids buffer)
+//	  | Gather(pos, Unsqueeze(Range(0, seq, 1)))                       (torch.onnx: arange(seq)[None])
 //	  | Slice(pos, 0, seq, axis 0)                                     (the HF frontend)
 //	  | Gather(pos, Add([Cast](Mul(CumSum(m, 1), m)), pad))              (RoBERTa, XLM-R: padding_idx = pad)
 //	m = Cast(Not(Equal(ids, pad)), to=int32|int64)
@@ -405,8 +406,17 @@ func matchPositions(g *compiler.Graph, ix *index, p, ids string) (string, bool) 
 		return "", false
 	}
 	table := ix.constant(ga.Inputs[0])
+	if table == nil || table.DType != compiler.Float32 || len(table.Shape) != 2 {
+		return "", false
+	}
+	// Gather(pos, Unsqueeze(Range(0, seq, 1))): torch.arange(seq)[None]
+	// (DeBERTa's and custom modules' position ids), whose length the
+	// shape check above proves.
+	if start, delta, ok := unsqueezedRange(ix, ga.Inputs[1]); ok && start == 0 && delta == 1 {
+		return ga.Inputs[0], true
+	}
 	sl := ix.producedBy(ga.Inputs[1], "Slice")
-	if table == nil || table.DType != compiler.Float32 || len(table.Shape) != 2 || sl == nil || !slicesFromZero(ix, sl, 1) {
+	if sl == nil || !slicesFromZero(ix, sl, 1) {
 		return "", false
 	}
 	posIDs := ix.constant(sl.Inputs[0])

@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -307,6 +308,51 @@ func TestFuseEmbeddingsWordAndType(t *testing.T) {
 				}
 				sameBitsWithMixedTypes(t, before, g, ref)
 			})
+		}
+	}
+}
+
+// TestFuseEmbeddingsArangePositions: position ids written as
+// torch.arange(seq)[None] (Gather(pos, Unsqueeze(Range(0, seq, 1))), the
+// tiny absolute-position DeBERTa's export) fuse into sqc.Embeddings with
+// the position table, giving the unfused graph's outputs bit for bit.
+func TestFuseEmbeddingsArangePositions(t *testing.T) {
+	dir := testmodels.TinyDir(t, testmodels.TinyDeBERTaAbs)
+	ref, err := testmodels.LoadModelReference(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := onnx.Load(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := g.Clone()
+	if err := Run(before, without(Pipeline(), []string{FuseEmbeddings.Name}), Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	var emb []*compiler.Node
+	for _, n := range g.Nodes {
+		if n.Op == "sqc.Embeddings" {
+			emb = append(emb, n)
+		}
+	}
+	if len(emb) != 1 || len(emb[0].Inputs) < 3 || emb[0].Inputs[2] != "embeddings.position_embeddings.weight" || OpHistogram(g)["Range"] != 0 {
+		t.Fatalf("want one sqc.Embeddings reading the position table and no Range left, got %v:\n%s", emb, g.Text())
+	}
+	want, err := interp.Run(before, ref.Inputs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := interp.Run(g, ref.Inputs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if !slices.EqualFunc(w.F32, got[name].F32, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Errorf("%s differs from the unfused graph's", name)
 		}
 	}
 }

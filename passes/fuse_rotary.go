@@ -97,9 +97,8 @@ func rotaryTableWithoutHeads(g *compiler.Graph, ix *index, nm *compiler.Namer, s
 			return u.Inputs[0], nil
 		}
 	}
-	sq := &compiler.Node{Name: nm.Fresh(stem + "/table"), Op: "Squeeze", Inputs: []string{t, intsConst(g, nm, stem+"/head_axis", axis)}}
-	sq.Outputs = []string{sq.Name}
-	return sq.Outputs[0], sq
+	name := nm.Fresh(stem + "/table")
+	return name, squeezeNode(g, nm, name, t, name, axis)
 }
 
 // matchRotary matches add = X*cos + rotate_half(X)*sin.

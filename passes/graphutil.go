@@ -241,6 +241,19 @@ func intsConst(g *compiler.Graph, nm *compiler.Namer, stem string, v ...int64) s
 	return name
 }
 
+// squeezeNode returns node name, Squeeze(in) of one axis into out, with
+// the axes as the graph's opset takes them (an attribute before opset
+// 13).
+func squeezeNode(g *compiler.Graph, nm *compiler.Namer, name, in, out string, axis int64) *compiler.Node {
+	n := &compiler.Node{Name: name, Op: "Squeeze", Inputs: []string{in}, Outputs: []string{out}, Attrs: map[string]compiler.Attr{}}
+	if g.Opset > 0 && g.Opset < 13 {
+		n.Attrs["axes"] = compiler.IntsAttr(axis)
+	} else {
+		n.Inputs = append(n.Inputs, intsConst(g, nm, name+"/axes", axis))
+	}
+	return n
+}
+
 // scalarConst adds a float32 scalar initializer holding v under a fresh
 // name from stem and returns the name.
 func scalarConst(g *compiler.Graph, nm *compiler.Namer, stem string, v float32) string {

@@ -47,6 +47,8 @@ var passOrder = []orderRule{
 		"MarkPositionOnlyBias marks the bias input of the sqc.Attention nodes FuseAttention makes"},
 	{"FoldConstants", []string{"MarkPositionOnlyBias"}, needs,
 		"the proof takes Range's start and step, Unsqueeze's axes and Gather's table as constants only once folded into initializers"},
+	{"UnmergeBatchHeads", []string{"FuseAttention", "FuseDisentangledBias"}, needs,
+		"FuseAttention and FuseDisentangledBias match [batch, heads, seq, d] operands: DeBERTa's export computes on batch and heads merged into one axis until UnmergeBatchHeads splits it"},
 	{"CanonicalizeAttentionMask", []string{"FuseAttention"}, needs,
 		"FuseAttention matches softmax(scores + mask) only: DistilBERT's masked_fill is a Where until CanonicalizeAttentionMask rewrites it as that Add"},
 	{"FuseLayerNorm", []string{"FuseEmbeddings"}, needs,

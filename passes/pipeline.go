@@ -53,9 +53,15 @@ func Pipeline() []Pass {
 		// heads becomes sqc.Rotary on unsplit ones, FuseAttention's form.
 		UnpackQKVHeads,
 		FuseRotary,
+		// DeBERTa's export multiplies on [batch·heads, seq, d]; the
+		// attention matchers read [batch, heads, seq, d].
+		UnmergeBatchHeads,
 		// The mask must be canonical before FuseAttention, which matches
 		// "scores + additive mask" and nothing else.
 		CanonicalizeAttentionMask,
+		// DeBERTa's embeddings times the mask: the one Mul on hidden
+		// states the kernels have no step for.
+		DropPaddedRowMask,
 		// A sliding window folded into the padding mask (ModernBERT's local
 		// layers) becomes a bias beside it, FuseAttention's MPNet form.
 		SplitSlidingWindowMask,

@@ -30,6 +30,12 @@ import (
 //     keep the padded [batch, seq] that the length means. The executor
 //     checks every input's symbols against each other, so the two dims
 //     are equal in every run.
+//   - Any other Shape(x) of a non-input x whose leading dims are a graph
+//     input's, the same symbols at the same positions, and whose other
+//     dims are known becomes Concat(Shape(input), those sizes): DeBERTa
+//     reads the sequence length from the embeddings by a Slice of their
+//     shape, which the rule above does not take. The result is the same
+//     vector in every run, for the reason above.
 //   - Concat operands with a static extent 0 on the concat axis add
 //     nothing and are dropped (a Concat left with one operand becomes an
 //     Identity): NomicBERT's rotary embedding concatenates the rotated
@@ -69,6 +75,8 @@ func simplifyShapeOps(g *compiler.Graph) (bool, error) {
 				r := &compiler.Node{Name: n.Name, Op: "Shape", Inputs: []string{y}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}
 				g.Values[n.Outputs[0]] = &compiler.Value{Name: n.Outputs[0], DType: compiler.Int64, Shape: compiler.StaticShape(int64(len(valueInfo(g, y).Shape)))}
 				repl[n] = r
+			} else if nodes, ok := shapeFromInput(g, n); ok {
+				many[n] = nodes
 			}
 		case "Slice":
 			if keepsAll(ix, n) {
@@ -275,8 +283,7 @@ func stackedOperand(g *compiler.Graph, ix *index, n *compiler.Node) (*compiler.N
 		}
 	}
 	nm := g.Namer()
-	return &compiler.Node{Name: n.Name, Op: "Squeeze", Inputs: []string{in, intsConst(g, nm, n.Name+"/axis", axis)}, Outputs: []string{n.Outputs[0]},
-		Attrs: map[string]compiler.Attr{}}, true
+	return squeezeNode(g, nm, n.Name, in, n.Outputs[0], axis), true
 }
 
 // integerRange returns the Range and Cast that compute float Range node n
@@ -316,4 +323,45 @@ func integerRange(g *compiler.Graph, ix *index, n *compiler.Node) ([]*compiler.N
 	c := &compiler.Node{Name: n.Name, Op: "Cast", Inputs: []string{r.Outputs[0]}, Outputs: []string{n.Outputs[0]},
 		Attrs: map[string]compiler.Attr{"to": compiler.IntAttr(out.DType.ONNX())}}
 	return []*compiler.Node{r, c}, true
+}
+
+// shapeFromInput returns Shape(input) and the Concat appending x's known
+// trailing sizes that compute Shape node n of x (see SimplifyShapeOps),
+// and false when no graph input has x's leading dims.
+func shapeFromInput(g *compiler.Graph, n *compiler.Node) ([]*compiler.Node, bool) {
+	x := valueInfo(g, n.Inputs[0])
+	if x == nil || x.Shape == nil || n.HasAttr("start") || n.HasAttr("end") || isGraphInput(g, n.Inputs[0]) {
+		return nil, false
+	}
+	for _, in := range g.Inputs {
+		k := len(in.Shape)
+		if k == 0 || k > len(x.Shape) {
+			continue
+		}
+		fits := true
+		for i, d := range x.Shape {
+			if i < k {
+				fits = fits && d.Param != "" && in.Shape[i].Param == d.Param
+			} else {
+				fits = fits && d.Known()
+			}
+		}
+		if !fits {
+			continue
+		}
+		if k == len(x.Shape) {
+			return []*compiler.Node{{Name: n.Name, Op: "Shape", Inputs: []string{in.Name}, Outputs: []string{n.Outputs[0]}, Attrs: map[string]compiler.Attr{}}}, true
+		}
+		nm := g.Namer()
+		lead := nm.Fresh(n.Outputs[0] + "/input")
+		sh := &compiler.Node{Name: nm.Fresh(n.Name + "/input"), Op: "Shape", Inputs: []string{in.Name}, Outputs: []string{lead}, Attrs: map[string]compiler.Attr{}}
+		rest := make([]int64, 0, len(x.Shape)-k)
+		for _, d := range x.Shape[k:] {
+			rest = append(rest, d.Size)
+		}
+		cat := &compiler.Node{Name: n.Name, Op: "Concat", Inputs: []string{lead, intsConst(g, nm, n.Name+"/known", rest...)}, Outputs: []string{n.Outputs[0]},
+			Attrs: map[string]compiler.Attr{"axis": compiler.IntAttr(0)}}
+		return []*compiler.Node{sh, cat}, true
+	}
+	return nil, false
 }

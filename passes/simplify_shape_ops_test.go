@@ -3,6 +3,7 @@ package passes
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/sqc-dev/sqc/compiler"
@@ -129,16 +130,18 @@ func TestSimplifyFullSlice(t *testing.T) {
 }
 
 // TestSimplifyShapeOfActivation: the sequence length MPNet's encoder reads
-// from the hidden state (Gather(Shape(h), 1), h [batch, seq, 8]) is read
+// from the hidden state (Gather(Shape(h), 1), h [batch, seq, 3]) is read
 // from the ids' shape instead, computing the same; read at a position
-// that is static (2), from the end (-2), or also by a non-Gather reader, it
+// that is static (2), from the end (-2), or also by a non-Gather reader,
+// the whole shape is the ids' shape and h's known width, Concat(Shape(ids),
+// [3]) (DeBERTa's Slice of it), again the same; with h's width unknown, it
 // stays on h.
 func TestSimplifyShapeOfActivation(t *testing.T) {
-	build := func(pos int64, alsoWhole bool) *compiler.Graph {
+	build := func(pos int64, alsoWhole bool, width int64) *compiler.Graph {
 		g := compiler.NewGraph("seq_len")
 		g.Inputs = []*compiler.Value{
 			{Name: "ids", DType: compiler.Int64, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Param: "seq", Size: -1}}},
-			{Name: "x", DType: compiler.Float32, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Param: "seq", Size: -1}, {Size: 3}}},
+			{Name: "x", DType: compiler.Float32, Shape: compiler.Shape{{Param: "batch", Size: -1}, {Param: "seq", Size: -1}, {Size: width}}},
 		}
 		b := blocks.Builder{G: g}
 		shape := b.Op("Shape", "h_shape", b.Op("Tanh", "h", "x"))
@@ -161,30 +164,42 @@ func TestSimplifyShapeOfActivation(t *testing.T) {
 		return ""
 	}
 	in := map[string]*compiler.Tensor{"ids": int64Tensor([]int64{2, 5}, make([]int64, 10)...), "x": randomF32(4, 2, 5, 3)}
-	g := build(1, false)
+	same := func(name string, g, after *compiler.Graph) {
+		t.Helper()
+		want, err := interp.Run(g, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := interp.Run(after, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for out, w := range want {
+			if !slices.Equal(got[out].I64, w.I64) {
+				t.Errorf("%s: %s = %v after, %v before", name, out, got[out].I64, w.I64)
+			}
+		}
+	}
+	g := build(1, false, 3)
 	after := applyPass(t, g, SimplifyShapeOps)
-	if got := shapeOf(after); got != "ids" {
-		t.Fatalf("Shape reads %q, want ids\n%s", got, after.Text())
+	if got := shapeOf(after); got != "ids" || OpHistogram(after)["Concat"] != 0 {
+		t.Fatalf("Shape reads %q, want ids alone\n%s", got, after.Text())
 	}
-	want, err := interp.Run(g, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := interp.Run(after, in, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got["n"].I64[0] != want["n"].I64[0] || want["n"].I64[0] != 5 {
-		t.Fatalf("length %v after, %v before, want 5", got["n"].I64, want["n"].I64)
-	}
+	same("position 1", g, after)
 	for _, c := range []struct {
 		name      string
 		pos       int64
 		alsoWhole bool
 	}{{"position 2", 2, false}, {"from the end", -2, false}, {"whole shape read", 1, true}} {
-		if got := shapeOf(applyPass(t, build(c.pos, c.alsoWhole), SimplifyShapeOps)); got != "h" {
-			t.Errorf("%s: Shape reads %q, want h", c.name, got)
+		g := build(c.pos, c.alsoWhole, 3)
+		after := applyPass(t, g, SimplifyShapeOps)
+		if got := shapeOf(after); got != "ids" || OpHistogram(after)["Concat"] != 1 {
+			t.Errorf("%s: Shape reads %q, want Concat(Shape(ids), [3])\n%s", c.name, got, after.Text())
 		}
+		same(c.name, g, after)
+	}
+	if got := shapeOf(applyPass(t, build(-2, false, -1), SimplifyShapeOps)); got != "h" {
+		t.Errorf("width unknown: Shape reads %q, want h", got)
 	}
 }
 

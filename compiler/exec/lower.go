@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -163,9 +162,6 @@ func (l *lowering) label(i int) string {
 }
 
 func (l *lowering) bad(i int, err error) error {
-	if hint := l.g.Meta[compiler.MetaLoweringHint]; hint != "" && errors.Is(err, compiler.ErrUnsupportedOp) {
-		err = fmt.Errorf("%w; %s", err, hint)
-	}
 	return compiler.BadInput(l.source, l.label(i), err)
 }
 

@@ -122,15 +122,15 @@ func TestPackedRoBERTaMatchesAlone(t *testing.T) {
 }
 
 // TestPackedDeBERTaMatchesAlone is TestPackedRoBERTaMatchesAlone on the
-// DeBERTa models from their folders (v3's form, c2p alone, no relative
-// terms): each sequence's relative terms fill
-// its corner of the padded bias, which packed attention reads, with the
-// bits of its run alone. (Its ONNX export does not lower; the classifier's
-// embed_proj keeps its batches padded.)
+// DeBERTa models (v3's form, c2p alone, no relative terms) from their
+// folders and their ONNX exports: each sequence's relative terms fill its
+// corner of the padded bias, which packed attention reads, with the bits
+// of its run alone. (The classifier's embed_proj keeps its batches
+// padded.)
 func TestPackedDeBERTaMatchesAlone(t *testing.T) {
 	for _, name := range []string{testmodels.TinyDeBERTaBase, testmodels.TinyDeBERTaC2P, testmodels.TinyDeBERTaAbs} {
 		dir := testmodels.TinyDir(t, name)
-		testPackedMatchesAlone(t, name, dir, dir)
+		testPackedMatchesAlone(t, name, dir, dir, filepath.Join(dir, "model.onnx"))
 	}
 }
 

@@ -9,7 +9,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -73,35 +72,11 @@ func loadONNX(path string) (*compiler.Graph, error) {
 		return nil, err
 	}
 	// The config.json beside it is only a hint: a missing or unreadable
-	// one names no classes and gives no hint.
+	// one names no classes.
 	if data, err := os.ReadFile(filepath.Join(Dir(path), "config.json")); err == nil {
 		configLabels(g, data)
-		exportHint(g, data)
 	}
 	return g, nil
-}
-
-// unfusedExports are the model types whose ONNX exports sqc runs in the
-// interpreter but does not fuse, with what to compile instead.
-var unfusedExports = map[string]string{
-	hf.ModelDeBERTaV2: "this is DeBERTa's ONNX export (config.json beside it), whose attention (bmm on [batch*heads, seq, d], " +
-		"the masked_fill softmax, the tiled relative tables) sqc does not fuse yet: give the HuggingFace folder " +
-		"(config.json and model.safetensors) instead, which compiles and runs padding-free",
-}
-
-// exportHint sets g's MetaLoweringHint where config.json data (an
-// optimum export writes it beside the model) names a model type whose
-// export does not fuse. Like configLabels, a malformed file says nothing.
-func exportHint(g *compiler.Graph, data []byte) {
-	var cfg struct {
-		ModelType string `json:"model_type"`
-	}
-	if json.Unmarshal(data, &cfg) != nil {
-		return
-	}
-	if hint, ok := unfusedExports[cfg.ModelType]; ok {
-		g.Meta[compiler.MetaLoweringHint] = hint
-	}
 }
 
 // configLabels sets g's class names (Meta "id2label.N", as the

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,10 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqc-dev/sqc/compiler"
-	"github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/internal/testmodels"
-	"github.com/sqc-dev/sqc/passes"
 )
 
 // onnxRepo lays a tiny model out as optimum and transformers.js
@@ -120,30 +116,5 @@ func TestONNXConfigLabels(t *testing.T) {
 				t.Errorf("config %s, %s: labels %q, want %q", c.config, path, got, c.want)
 			}
 		}
-	}
-}
-
-// TestDeBERTaExportHint: DeBERTa's ONNX export, with the config.json an
-// optimum export has beside it, loads with a lowering hint, which the
-// refusal to lower it carries: give the HuggingFace folder. Other
-// families' exports get none.
-func TestDeBERTaExportHint(t *testing.T) {
-	g, err := Load(filepath.Join(testmodels.TinyDir(t, testmodels.TinyDeBERTaBase), "model.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = exec.Lower(g)
-	if !errors.Is(err, compiler.ErrUnsupportedOp) || !strings.Contains(err.Error(), "HuggingFace folder") || !strings.Contains(err.Error(), "model.onnx") {
-		t.Errorf("lowering DeBERTa's export: %v; want an unsupported op naming the file and pointing at the HuggingFace folder", err)
-	}
-	bert, err := Load(filepath.Join(testmodels.TinyDir(t, testmodels.TinyBertCls), "model.onnx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := bert.Meta[compiler.MetaLoweringHint]; h != "" {
-		t.Errorf("BERT's export has a lowering hint %q", h)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqc-dev/sqc/compiler"
+
 	"github.com/sqc-dev/sqc/compiler/onnx"
 	"github.com/sqc-dev/sqc/internal/testmodels"
 )
@@ -88,13 +90,14 @@ func TestTinyDeBERTaMatchesTorch(t *testing.T) {
 	}
 }
 
-// TestTinyDeBERTaINT8: the INT8 path on the HF folders fuses each layer's
-// relative terms (where the model has them) into one sqc.DisentangledBias
-// and agrees roughly with
+// TestTinyDeBERTaINT8: the INT8 path, on the HF folders and on their
+// torch.onnx exports (bmm on [batch·heads, seq, d], Tile of the tables, the
+// masked_fill softmax over query and key masks, the embeddings times the
+// mask: UnmergeBatchHeads, CanonicalizeAttentionMask and DropPaddedRowMask
+// make it the folder's form), fuses each layer's relative terms (where the
+// model has them) into one sqc.DisentangledBias and agrees roughly with
 // FP32 (int8MinCosine) on real tokens; the canonical FP32 graph still
-// matches PyTorch there. The ONNX export's form (bmm on [batch·heads,
-// seq, d], Tile, the masked_fill softmax) is not fused: compiling it is
-// refused naming the node the engine has no kernel for.
+// matches PyTorch there.
 func TestTinyDeBERTaINT8(t *testing.T) {
 	for _, name := range testmodels.TinyDeBERTaModels {
 		t.Run(name, func(t *testing.T) {
@@ -103,11 +106,11 @@ func TestTinyDeBERTaINT8(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := Load(dir)
+			hg, err := Load(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, f, listing, err := int8Outputs(t, g, ref)
+			og, err := onnx.Load(filepath.Join(dir, "model.onnx"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,27 +118,29 @@ func TestTinyDeBERTaINT8(t *testing.T) {
 			if cfg.DeBERTa.RelativeAttention && len(cfg.DeBERTa.PosAttTypes) > 0 {
 				want = cfg.NumLayers // one per layer
 			}
-			if n := strings.Count(listing, "= nn.DisentangledBias("); n != want {
-				t.Errorf("%d nn.DisentangledBias steps, want %d:\n%s", n, want, listing)
-			}
-			for _, out := range ref.OutputNames() {
-				cos := testmodels.Cosine(q[out], f[out])
-				d := testmodels.TensorMaxAbsDiff(f[out], ref.Outputs[out])
-				t.Logf("%s: INT8 cosine %.5f vs FP32, %.5f vs PyTorch; canonical FP32 max |sqc - torch| %.3g",
-					out, cos, testmodels.Cosine(q[out], ref.Outputs[out]), d)
-				if !(d <= referenceTolerance) {
-					t.Errorf("%s: canonical FP32 differs from PyTorch by %.3g > %g", out, d, referenceTolerance)
+			for _, src := range []struct {
+				what string
+				g    *compiler.Graph
+			}{{"folder", hg}, {"onnx", og}} {
+				q, f, listing, err := int8Outputs(t, src.g, ref)
+				if err != nil {
+					t.Fatalf("%s: %v", src.what, err)
 				}
-				if !(cos >= int8MinCosine) {
-					t.Errorf("%s: INT8 cosine vs FP32 %.5f < %g", out, cos, int8MinCosine)
+				if n := strings.Count(listing, "= nn.DisentangledBias("); n != want {
+					t.Errorf("%s: %d nn.DisentangledBias steps, want %d:\n%s", src.what, n, want, listing)
 				}
-			}
-			og, err := onnx.Load(filepath.Join(dir, "model.onnx"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, _, _, err := int8Outputs(t, og, ref); err == nil || !strings.Contains(err.Error(), "no runtime kernel") {
-				t.Errorf("the ONNX export compiled (err %v); if its form now fuses, test it as the HF folder is", err)
+				for _, out := range ref.OutputNames() {
+					cos := testmodels.Cosine(q[out], f[out])
+					d := testmodels.TensorMaxAbsDiff(f[out], ref.Outputs[out])
+					t.Logf("%s %s: INT8 cosine %.5f vs FP32, %.5f vs PyTorch; canonical FP32 max |sqc - torch| %.3g",
+						src.what, out, cos, testmodels.Cosine(q[out], ref.Outputs[out]), d)
+					if !(d <= referenceTolerance) {
+						t.Errorf("%s %s: canonical FP32 differs from PyTorch by %.3g > %g", src.what, out, d, referenceTolerance)
+					}
+					if !(cos >= int8MinCosine) {
+						t.Errorf("%s %s: INT8 cosine vs FP32 %.5f < %g", src.what, out, cos, int8MinCosine)
+					}
+				}
 			}
 		})
 	}

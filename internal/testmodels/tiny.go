@@ -124,7 +124,8 @@ const (
 	// from 24-wide tables, gelu_new, 3 labels; 2 layers, opset 17.
 	TinyDeBERTaCls = "deberta-cls-v2"
 	// c2p alone, through its own pos_key_proj, 16 buckets, 2 heads; a
-	// one-label classifier (a reranker's head); opset 14.
+	// one-label classifier (a reranker's head); opset 12, DeBERTa-v2's
+	// default in transformers' and optimum's ONNX export configs.
 	TinyDeBERTaC2P = "deberta-rerank-c2p"
 	// relative_attention false: BERT's attention with absolute
 	// positions, relu; opset 14.

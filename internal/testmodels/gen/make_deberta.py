@@ -297,9 +297,11 @@ TINY = [
                                       pos_att_type="p2c|c2p", norm_rel_ebd="none", position_biased_input=True,
                                       embedding_size=24, pooler_hidden_act="gelu_new", num_labels=3), 17),
     # c2p alone (a lone term), its own pos_key_proj, 16 buckets; a
-    # one-label classifier (a reranker's head); opset 14.
+    # one-label classifier (a reranker's head); opset 12, the default of
+    # transformers' and optimum's DeBERTa-v2 ONNX configs (axes as
+    # attributes).
     ("deberta-rerank-c2p", deberta_config("DebertaV2ForSequenceClassification", 140, 32, 2, 2, 64, "gelu", 64, 0,
-                                          position_buckets=16, pos_att_type=["c2p"], share_att_key=False, num_labels=1), 14),
+                                          position_buckets=16, pos_att_type=["c2p"], share_att_key=False, num_labels=1), 12),
     # No relative attention: BERT's attention scaled by 1/sqrt(d), absolute
     # positions, relu; opset 14.
     ("deberta-abs", deberta_config("DebertaV2Model", 140, 32, 2, 4, 64, "relu", 64, 0, relative_attention=False,
