@@ -5,12 +5,14 @@ go 1.26.0
 require (
 	github.com/dave/jennifer v1.7.1
 	github.com/mmcloughlin/avo v0.5.0
+	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/tsenart/vegeta/v12 v12.13.0
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/x448/float16 v0.8.4
+	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.44.0
@@ -33,7 +35,6 @@ require (
 	github.com/rs/dnscache v0.0.0-20230804202142-fc85eb664529 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect

@@ -46,7 +46,7 @@ func Load(path string) (*compiler.Graph, error) {
 		}
 		return hf.LoadEncoder(m.TransformerDir)
 	}
-	if exists(filepath.Join(path, "config.json")) && exists(filepath.Join(path, "model.safetensors")) {
+	if exists(filepath.Join(path, "config.json")) && hf.HasWeights(path) {
 		return hf.Load(path)
 	}
 	for _, f := range onnxInDir {
@@ -61,7 +61,7 @@ func Load(path string) (*compiler.Graph, error) {
 		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: directory has no model.onnx or onnx/model.onnx (the float32 export); its onnx/ holds %s: give one of them",
 			compiler.ErrMalformed, strings.Join(variants, ", ")))
 	}
-	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors nor model.onnx or onnx/model.onnx"))
+	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors (or pytorch_model.bin, or shards of either) nor model.onnx or onnx/model.onnx"))
 }
 
 // loadONNX reads an .onnx file and, where its side files' config.json

@@ -296,16 +296,16 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestMissingSafetensorsNamesOtherFormat checks the hint for a folder that
-// holds a PyTorch pickle instead.
-func TestMissingSafetensorsNamesOtherFormat(t *testing.T) {
+// TestMissingWeightsNamesOtherFormat checks the hint for a folder that
+// holds another framework's checkpoint (TensorFlow's) and none sqc reads.
+func TestMissingWeightsNamesOtherFormat(t *testing.T) {
 	m := newTinyModel(t, ArchBertModel, false)
 	dir := writeModel(t, m.configJSON(t), nil)
-	if err := os.WriteFile(filepath.Join(dir, "pytorch_model.bin"), []byte("pickle"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tf_model.h5"), []byte("hdf5"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Load(dir)
-	if err == nil || !strings.Contains(err.Error(), "pytorch_model.bin") {
-		t.Fatalf("got %v; want an error naming pytorch_model.bin", err)
+	if !errors.Is(err, compiler.ErrMissingTensor) || !strings.Contains(err.Error(), "tf_model.h5") || !strings.Contains(err.Error(), TorchFile) {
+		t.Fatalf("got %v; want a missing-weights error naming tf_model.h5 and what sqc reads", err)
 	}
 }

@@ -2,8 +2,6 @@ package hf
 
 import (
 	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -22,11 +20,7 @@ func LoadEncoder(dir string) (*compiler.Graph, error) {
 		return nil, err
 	}
 	cfg.Architecture, cfg.Labels = architecturesByType[cfg.ModelType][0], nil
-	stPath := filepath.Join(dir, SafetensorsFile)
-	if _, err := os.Stat(stPath); errors.Is(err, fs.ErrNotExist) {
-		return nil, compiler.BadInput(stPath, "", missingWeightsError(dir))
-	}
-	st, err := OpenSafetensors(stPath)
+	st, err := OpenWeights(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -61,4 +55,4 @@ func (o optionalPooler) Weight(name string, shape []int64) (*compiler.Tensor, er
 	return t, err
 }
 
-func (o optionalPooler) File() string { return sourceFile(o.WeightSource) }
+func (o optionalPooler) File() string { return SourceFile(o.WeightSource) }

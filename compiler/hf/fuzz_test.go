@@ -115,3 +115,39 @@ func corpusFile(args ...[]byte) string {
 	}
 	return s
 }
+
+// FuzzTorchCheckpoint fuzzes the torch.save reader: opening a file and
+// reading every tensor must return tensors or bad-input errors, never
+// panic. Seeds: the views checkpoint, whole and cut, and a torch-f16 one.
+func FuzzTorchCheckpoint(f *testing.F) {
+	for _, name := range []string{"views", "torch-f16"} {
+		data, err := os.ReadFile(filepath.Join(checkpointDir(f, name), TorchFile))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		f.Add(data[:len(data)-40])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), TorchFile)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ck, err := OpenTorchCheckpoint(path)
+		if err != nil {
+			if !errors.Is(err, compiler.ErrBadInput) {
+				t.Fatalf("error is not ErrBadInput: %v", err)
+			}
+			return
+		}
+		for _, name := range ck.Names() {
+			w, err := ck.Weight(name, nil)
+			if err == nil && w.Check() != nil {
+				t.Fatalf("%s: %v", name, w.Check())
+			}
+			if err != nil && !errors.Is(err, compiler.ErrBadInput) {
+				t.Fatalf("%s: error is not ErrBadInput: %v", name, err)
+			}
+		}
+	})
+}

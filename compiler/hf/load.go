@@ -3,7 +3,6 @@ package hf
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,7 +32,8 @@ const (
 // with LayerNormalization.
 const opset = 17
 
-// Load reads dir/config.json and dir/model.safetensors and builds the
+// Load reads dir/config.json and dir's checkpoint (OpenWeights:
+// model.safetensors, pytorch_model.bin, or either's shards) and builds the
 // graph. The graph's Meta records "source" (dir) besides what Build puts.
 func Load(dir string) (*compiler.Graph, error) {
 	cfgPath := filepath.Join(dir, ConfigFile)
@@ -41,15 +41,22 @@ func Load(dir string) (*compiler.Graph, error) {
 	if err != nil {
 		return nil, compiler.BadInput(cfgPath, "", unwrapPath(err))
 	}
-	stPath := filepath.Join(dir, SafetensorsFile)
-	stData, err := os.ReadFile(stPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, compiler.BadInput(stPath, "", missingWeightsError(dir))
+	if _, err := os.Stat(filepath.Join(dir, SafetensorsFile)); err == nil {
+		stData, err := os.ReadFile(filepath.Join(dir, SafetensorsFile))
+		if err != nil {
+			return nil, compiler.BadInput(filepath.Join(dir, SafetensorsFile), "", unwrapPath(err))
+		}
+		return loadBytes(dir, cfgData, stData)
 	}
+	cfg, err := ParseConfig(cfgData, cfgPath)
 	if err != nil {
-		return nil, compiler.BadInput(stPath, "", unwrapPath(err))
+		return nil, err
 	}
-	return loadBytes(dir, cfgData, stData)
+	weights, err := OpenWeights(dir)
+	if err != nil {
+		return nil, err
+	}
+	return build(dir, cfg, weights)
 }
 
 // loadBytes is Load on file contents already read (the fuzz target's entry).
@@ -62,6 +69,11 @@ func loadBytes(dir string, cfgData, stData []byte) (*compiler.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	return build(dir, cfg, weights)
+}
+
+// build is Build naming the graph after its folder.
+func build(dir string, cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	g, err := Build(cfg, weights)
 	if err != nil {
 		return nil, err
@@ -74,15 +86,15 @@ func loadBytes(dir string, cfgData, stData []byte) (*compiler.Graph, error) {
 }
 
 // missingWeightsError says what else the folder holds, since the commonest
-// cause is a checkpoint in another format.
+// cause is a checkpoint in another framework's format.
 func missingWeightsError(dir string) error {
-	for _, other := range []string{"pytorch_model.bin", "model.safetensors.index.json", "tf_model.h5"} {
+	for _, other := range []string{"tf_model.h5", "flax_model.msgpack", "model.ckpt.index"} {
 		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
-			return fmt.Errorf("%w: no %s; the folder has %s, which sqc does not read (save with safe_serialization=True as one file)",
-				compiler.ErrMissingTensor, SafetensorsFile, other)
+			return fmt.Errorf("%w: no %s, %s or their shards; the folder has %s, which sqc does not read (load the model in transformers and save_pretrained it)",
+				compiler.ErrMissingTensor, SafetensorsFile, TorchFile, other)
 		}
 	}
-	return fmt.Errorf("%w: no %s in %s", compiler.ErrMissingTensor, SafetensorsFile, dir)
+	return fmt.Errorf("%w: no %s, %s or their shards in %s", compiler.ErrMissingTensor, SafetensorsFile, TorchFile, dir)
 }
 
 // Build makes the graph of the model cfg describes, with parameters from
@@ -97,7 +109,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 	g := compiler.NewGraph(cfg.Architecture)
 	g.Opset = opset
-	b := &builder{Builder: blocks.Builder{G: g}, cfg: cfg, weights: weights, file: sourceFile(weights)}
+	b := &builder{Builder: blocks.Builder{G: g}, cfg: cfg, weights: weights, file: SourceFile(weights)}
 
 	inputs := []string{inInputIDs, inAttentionMask}
 	if cfg.HasTokenTypeIDs() {

@@ -22,8 +22,9 @@ type WeightSource interface {
 	Weight(name string, shape []int64) (*compiler.Tensor, error)
 }
 
-// sourceFile names the file behind a WeightSource, for error messages.
-func sourceFile(w WeightSource) string {
+// SourceFile names the file behind a WeightSource, for error messages
+// ("" for one with no file).
+func SourceFile(w WeightSource) string {
 	if f, ok := w.(interface{ File() string }); ok {
 		return f.File()
 	}

@@ -382,15 +382,7 @@ func readDense(dir string) (modelrt.Dense, error) {
 			return modelrt.Dense{}, err
 		}
 	}
-	stPath := filepath.Join(dir, hf.SafetensorsFile)
-	if _, err := os.Stat(stPath); errors.Is(err, fs.ErrNotExist) {
-		what := "no " + hf.SafetensorsFile
-		if _, err := os.Stat(filepath.Join(dir, "pytorch_model.bin")); err == nil {
-			what += "; the folder has pytorch_model.bin, which sqc does not read (save it as safetensors)"
-		}
-		return modelrt.Dense{}, compiler.BadInput(stPath, "", fmt.Errorf("%w: %s", compiler.ErrMissingTensor, what))
-	}
-	st, err := hf.OpenSafetensors(stPath)
+	st, err := hf.OpenWeights(dir)
 	if err != nil {
 		return modelrt.Dense{}, err
 	}
@@ -408,17 +400,17 @@ func readDense(dir string) (modelrt.Dense, error) {
 }
 
 // tensor reads one parameter and checks its shape and values.
-func tensor(st *hf.Safetensors, name string, shape []int64) ([]float32, error) {
+func tensor(st hf.WeightSource, name string, shape []int64) ([]float32, error) {
 	t, err := st.Weight(name, shape)
 	if err != nil {
 		return nil, err
 	}
 	if !slices.Equal(t.Shape, shape) {
-		return nil, compiler.BadInput(st.File(), name, fmt.Errorf("%w: shape %v, config.json implies %v", compiler.ErrShapeMismatch, t.Shape, shape))
+		return nil, compiler.BadInput(hf.SourceFile(st), name, fmt.Errorf("%w: shape %v, config.json implies %v", compiler.ErrShapeMismatch, t.Shape, shape))
 	}
 	for i, v := range t.F32 {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, compiler.BadInput(st.File(), name, fmt.Errorf("%w: element %d is %g", compiler.ErrNonFinite, i, v))
+			return nil, compiler.BadInput(hf.SourceFile(st), name, fmt.Errorf("%w: element %d is %g", compiler.ErrNonFinite, i, v))
 		}
 	}
 	return t.F32, nil
