@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path"
 	"sort"
 
@@ -80,6 +81,11 @@ func OpenTorchCheckpoint(file string) (ck *TorchCheckpoint, err error) {
 		return nil, compiler.BadInput(file, "", unwrapPath(err))
 	}
 	defer zr.Close()
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, compiler.BadInput(file, "", unwrapPath(err))
+	}
+	size := info.Size()
 	// A panic in the unpickler on a corrupt pickle is the file's fault:
 	// report it as such.
 	defer func() {
@@ -104,7 +110,7 @@ func OpenTorchCheckpoint(file string) (ck *TorchCheckpoint, err error) {
 	if pkl == nil {
 		return nil, compiler.BadInput(file, "", fmt.Errorf("%w: the archive has no data.pkl (not a torch.save checkpoint)", compiler.ErrMalformed))
 	}
-	data, err := readRecord(pkl)
+	data, err := readRecord(pkl, size)
 	if err == nil {
 		err = checkPickle(data)
 	}
@@ -114,7 +120,7 @@ func OpenTorchCheckpoint(file string) (ck *TorchCheckpoint, err error) {
 	u := pickle.NewUnpickler(bytes.NewReader(data))
 	u.FindClass = findTorchClass
 	storages := map[string]*rawStorage{}
-	u.PersistentLoad = func(id any) (any, error) { return loadStorage(records, storages, id) }
+	u.PersistentLoad = func(id any) (any, error) { return loadStorage(records, size, storages, id) }
 	obj, err := u.Load()
 	if err != nil {
 		return nil, compiler.BadInput(file, "data.pkl", fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
@@ -167,7 +173,7 @@ func findTorchClass(module, name string) (any, error) {
 
 // loadStorage reads the storage a persistent id ('storage', class, key,
 // location, numel) names, once per key.
-func loadStorage(records map[string]*zip.File, storages map[string]*rawStorage, id any) (any, error) {
+func loadStorage(records map[string]*zip.File, size int64, storages map[string]*rawStorage, id any) (any, error) {
 	t, ok := id.(*types.Tuple)
 	if !ok || t.Len() < 5 || t.Get(0) != "storage" {
 		return nil, fmt.Errorf("persistent id %v is not a storage", id)
@@ -189,7 +195,7 @@ func loadStorage(records map[string]*zip.File, storages map[string]*rawStorage, 
 	if uint64(numel) > math.MaxInt64/class.bytes || uint64(numel)*class.bytes > rec.UncompressedSize64 {
 		return nil, fmt.Errorf("storage %q: %d elements of %d bytes, but its record holds %d bytes", key, numel, class.bytes, rec.UncompressedSize64)
 	}
-	data, err := readRecord(rec)
+	data, err := readRecord(rec, size)
 	if err == nil && uint64(len(data)) < uint64(numel)*class.bytes {
 		err = fmt.Errorf("%d bytes, %d elements of %d bytes claimed", len(data), numel, class.bytes)
 	}
@@ -235,27 +241,13 @@ func (c *TorchCheckpoint) Weight(name string, _ []int64) (*compiler.Tensor, erro
 	if !ok {
 		return nil, compiler.BadInput(c.path, stored, fmt.Errorf("%w: storage %T", compiler.ErrMalformed, src.Source))
 	}
-	var values []float32
-	switch raw.class.name {
-	case "FloatStorage":
-		values = make([]float32, len(raw.data)/4)
-		for i := range values {
-			values[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw.data[4*i:]))
-		}
-	case "HalfStorage":
-		values = halffloat.Float16.Widen(raw.data)
-	case "BFloat16Storage":
-		values = halffloat.BFloat16.Widen(raw.data)
-	case "DoubleStorage":
-		values = make([]float32, len(raw.data)/8)
-		for i := range values {
-			values[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(raw.data[8*i:])))
-		}
-	default:
+	convert, ok := widenStorage[raw.class.name]
+	if !ok {
 		return nil, compiler.BadInput(c.path, stored, fmt.Errorf("%w: a %s; weights must be float32 (float16, bfloat16 and float64 are converted)",
 			compiler.ErrDTypeMismatch, raw.class.name))
 	}
-	at, n := func(i int) float32 { return values[i] }, len(values)
+	elem := int(raw.class.bytes)
+	n := len(raw.data) / elem
 	if len(src.Size) != len(src.Stride) || src.StorageOffset < 0 {
 		return nil, compiler.BadInput(c.path, stored, fmt.Errorf("%w: size %v, stride %v, offset %d", compiler.ErrMalformed, src.Size, src.Stride, src.StorageOffset))
 	}
@@ -279,14 +271,22 @@ func (c *TorchCheckpoint) Weight(name string, _ []int64) (*compiler.Tensor, erro
 		return nil, compiler.BadInput(c.path, stored, fmt.Errorf("%w: size %v, stride %v from offset %d reach element %d of a %d-element storage",
 			compiler.ErrTruncated, src.Size, src.Stride, src.StorageOffset, last, n))
 	}
-	t := &compiler.Tensor{DType: compiler.Float32, Shape: shape, F32: make([]float32, count)}
+	t := &compiler.Tensor{DType: compiler.Float32, Shape: shape}
+	if contiguous(src.Size, src.Stride) {
+		// What save_pretrained writes: the elements in order from the
+		// offset, converted in one pass.
+		t.F32 = convert(raw.data[src.StorageOffset*elem : (src.StorageOffset+count)*elem])
+		return t, nil
+	}
+	values := convert(raw.data)
+	t.F32 = make([]float32, count)
 	idx := make([]int, len(shape))
 	for e := range t.F32 {
 		off := src.StorageOffset
 		for i, v := range idx {
 			off += v * src.Stride[i]
 		}
-		t.F32[e] = at(off)
+		t.F32[e] = values[off]
 		for i := len(idx) - 1; i >= 0; i-- {
 			idx[i]++
 			if idx[i] < src.Size[i] {
@@ -298,18 +298,58 @@ func (c *TorchCheckpoint) Weight(name string, _ []int64) (*compiler.Tensor, erro
 	return t, nil
 }
 
-// readRecord reads a record of the archive whole. torch.save stores
-// records uncompressed, so a record's size is bounded by the file's;
-// one that claims more, or is compressed, is refused before anything is
-// allocated for it.
-func readRecord(rec *zip.File) ([]byte, error) {
-	if rec.Method != zip.Store || rec.UncompressedSize64 != rec.CompressedSize64 {
+// widenStorage converts a float storage's little-endian bytes to float32.
+var widenStorage = map[string]func([]byte) []float32{
+	"FloatStorage":    func(b []byte) []float32 { return widen(b, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }) },
+	"HalfStorage":     halffloat.Float16.Widen,
+	"BFloat16Storage": halffloat.BFloat16.Widen,
+	"DoubleStorage":   func(b []byte) []float32 { return widen(b, 8, func(b []byte) float32 { return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))) }) },
+}
+
+func widen(b []byte, size int, at func([]byte) float32) []float32 {
+	out := make([]float32, len(b)/size)
+	for i := range out {
+		out[i] = at(b[i*size:])
+	}
+	return out
+}
+
+// contiguous reports whether strides are the row-major ones of size.
+func contiguous(size, stride []int) bool {
+	want := 1
+	for i := len(size) - 1; i >= 0; i-- {
+		if size[i] != 1 && stride[i] != want {
+			return false
+		}
+		want *= size[i]
+	}
+	return true
+}
+
+// readRecord reads a record of the archive (of size bytes) whole.
+// torch.save stores its records uncompressed, so a record's size is
+// bounded by the file's; one that claims more, or is compressed, is
+// refused before anything is allocated for it.
+func readRecord(rec *zip.File, size int64) ([]byte, error) {
+	n := rec.UncompressedSize64
+	if rec.Method != zip.Store || n != rec.CompressedSize64 {
 		return nil, fmt.Errorf("record %s is compressed (torch.save stores its records)", rec.Name)
+	}
+	off, err := rec.DataOffset()
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n > uint64(size) || uint64(off) > uint64(size)-n {
+		return nil, fmt.Errorf("record %s: %d bytes from byte %d of a %d-byte file", rec.Name, n, off, size)
 	}
 	r, err := rec.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(io.LimitReader(r, int64(min(rec.UncompressedSize64, math.MaxInt64))))
+	data := make([]byte, n)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
