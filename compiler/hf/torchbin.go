@@ -300,10 +300,14 @@ func (c *TorchCheckpoint) Weight(name string, _ []int64) (*compiler.Tensor, erro
 
 // widenStorage converts a float storage's little-endian bytes to float32.
 var widenStorage = map[string]func([]byte) []float32{
-	"FloatStorage":    func(b []byte) []float32 { return widen(b, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }) },
+	"FloatStorage": func(b []byte) []float32 {
+		return widen(b, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
+	},
 	"HalfStorage":     halffloat.Float16.Widen,
 	"BFloat16Storage": halffloat.BFloat16.Widen,
-	"DoubleStorage":   func(b []byte) []float32 { return widen(b, 8, func(b []byte) float32 { return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))) }) },
+	"DoubleStorage": func(b []byte) []float32 {
+		return widen(b, 8, func(b []byte) float32 { return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))) })
+	},
 }
 
 func widen(b []byte, size int, at func([]byte) float32) []float32 {
