@@ -332,10 +332,11 @@ func (g *gen) stepCode(st exec.Step) (*jen.Statement, error) {
 			rowsID = s.K
 		}
 		x := pl.slots[rowsID]
-		rows := pl.slots[s.PosKey]
-		if s.PosKey == exec.NoSlot {
-			rows = pl.slots[s.PosQuery]
+		tableID := s.PosKey
+		if tableID == exec.NoSlot { // p2c alone
+			tableID = s.PosQuery
 		}
+		rows := pl.slots[tableID]
 		dims := func(batch jen.Code) jen.Dict {
 			return jen.Dict{jen.Id("Batch"): batch, jen.Id("Seq"): jen.Id("seq"), jen.Id("Heads"): jen.Lit(s.Heads),
 				jen.Id("HeadDim"): jen.Lit(x.width / s.Heads), jen.Id("Rows"): jen.Lit(int(rows.shape[0].Size)),

@@ -132,6 +132,12 @@ func TestPackedDeBERTaMatchesAlone(t *testing.T) {
 		dir := testmodels.TinyDir(t, name)
 		testPackedMatchesAlone(t, name, dir, dir, filepath.Join(dir, "model.onnx"))
 	}
+	// v1 (its export does not lower; the classifier's absolute positions
+	// come from the position_ids buffer), from its folder.
+	for _, name := range []string{testmodels.TinyDeBERTaV1Base, testmodels.TinyDeBERTaV1Cls} {
+		dir := testmodels.TinyDir(t, name)
+		testPackedMatchesAlone(t, name, dir, dir)
+	}
 }
 
 // testPackedMatchesAlone runs the packed-batch checks on the tiny model

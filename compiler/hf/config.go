@@ -27,6 +27,7 @@ const (
 	ModelGTE        = "new"        // Alibaba-NLP/new-impl's NewModel (GTE v1.5, gte-multilingual)
 	ModelNomicBERT  = "nomic_bert" // nomic-ai/nomic-bert-2048's NomicBertModel (nomic-embed-text-v1, v1.5)
 	ModelDeBERTaV2  = "deberta-v2" // DeBERTa-v2 and v3
+	ModelDeBERTa    = "deberta"    // DeBERTa (v1)
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -50,6 +51,8 @@ const (
 	ArchNomicBertForSequence  = "NomicBertForSequenceClassification"
 	ArchDebertaV2Model        = "DebertaV2Model"
 	ArchDebertaV2ForSequence  = "DebertaV2ForSequenceClassification"
+	ArchDebertaModel          = "DebertaModel"
+	ArchDebertaForSequence    = "DebertaForSequenceClassification"
 
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
@@ -73,13 +76,14 @@ var architecturesByType = map[string][]string{
 	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
 	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
 	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence},
+	ModelDeBERTa:    {ArchDebertaModel, ArchDebertaForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
 	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence,
-	ArchJinaBertForSequence, ArchGTEForSequence, ArchNomicBertForSequence, ArchDebertaV2ForSequence}
+	ArchJinaBertForSequence, ArchGTEForSequence, ArchNomicBertForSequence, ArchDebertaV2ForSequence, ArchDebertaForSequence}
 
 // mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
 // word and position tables and position ids.
@@ -120,7 +124,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT, ModelGTE, ModelNomicBERT or ModelDeBERTaV2
+	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT, ModelGTE, ModelNomicBERT, ModelDeBERTaV2 or ModelDeBERTa
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -233,7 +237,11 @@ func (c *Config) HasTokenTypeIDs() bool {
 // optionalTypes reports whether the model has a token type table only
 // where type_vocab_size is positive: GTE, NomicBERT and DeBERTa (v3 has
 // none).
-func (c *Config) optionalTypes() bool { return c.rotaryTypes() || c.ModelType == ModelDeBERTaV2 }
+func (c *Config) optionalTypes() bool { return c.rotaryTypes() || c.IsDeBERTa() }
+
+// IsDeBERTa reports whether the model is DeBERTa, v1 (model_type
+// "deberta") or v2/v3 ("deberta-v2"): the same graph (see buildDeBERTa).
+func (c *Config) IsDeBERTa() bool { return c.ModelType == ModelDeBERTaV2 || c.ModelType == ModelDeBERTa }
 
 // rotaryTypes reports whether the model is GTE or NomicBERT: rotary
 // positions, and a token type table only where type_vocab_size is
@@ -296,8 +304,8 @@ func (c *Config) ParamPrefix() string {
 	if c.ModelType == ModelNomicBERT {
 		return "bert." // NomicBertForSequenceClassification.bert
 	}
-	if c.ModelType == ModelDeBERTaV2 {
-		return "deberta." // DebertaV2PreTrainedModel.base_model_prefix
+	if c.IsDeBERTa() {
+		return "deberta." // Deberta(V2)PreTrainedModel.base_model_prefix
 	}
 	return c.ModelType + "."
 }
@@ -467,7 +475,7 @@ func ParseConfig(data []byte, path string) (Config, error) {
 		if err := parseNomic(&cfg, raw, path); err != nil {
 			return Config{}, err
 		}
-	case ModelDeBERTaV2:
+	case ModelDeBERTaV2, ModelDeBERTa:
 		if err := parseDeBERTa(&cfg, raw, path); err != nil {
 			return Config{}, err
 		}
@@ -623,7 +631,7 @@ func (c *Config) Validate() error {
 		// and divides by it.
 		sizes = append(sizes, bounded{"relative_attention_num_buckets", c.RelativeBuckets, 4, maxDim})
 	}
-	if c.ModelType == ModelELECTRA || c.ModelType == ModelDeBERTaV2 && c.EmbeddingSize != 0 {
+	if c.ModelType == ModelELECTRA || c.IsDeBERTa() && c.EmbeddingSize != 0 {
 		sizes = append(sizes, bounded{"embedding_size", c.EmbeddingSize, 1, maxDim})
 	} else if c.EmbeddingSize != 0 {
 		return fail("embedding_size", "%d given for model_type %q, which has no embeddings projection", c.EmbeddingSize, c.ModelType)
@@ -660,7 +668,7 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	if c.ModelType == ModelDeBERTaV2 {
+	if c.IsDeBERTa() {
 		if err := c.validateDeBERTa(fail); err != nil {
 			return err
 		}
@@ -742,7 +750,7 @@ func (c *Config) parameterCount() int64 {
 	if c.ModelType == ModelNomicBERT {
 		return c.nomicParameters()
 	}
-	if c.ModelType == ModelDeBERTaV2 {
+	if c.IsDeBERTa() {
 		return c.debertaParameters()
 	}
 	if c.IsJina() {

@@ -74,6 +74,7 @@ type debertaRaw struct {
 	ShareAttKey          *bool           `json:"share_att_key"`
 	PositionBiasedInput  *bool           `json:"position_biased_input"`
 	ConvKernelSize       *int            `json:"conv_kernel_size"`
+	TalkingHead          *bool           `json:"talking_head"` // v1 only
 	AttentionHeadSize    *int            `json:"attention_head_size"`
 	PoolerHiddenSize     *int            `json:"pooler_hidden_size"`
 	PoolerHiddenAct      *string         `json:"pooler_hidden_act"`
@@ -86,11 +87,20 @@ type debertaRaw struct {
 // pooler of another width, and pos_att_type terms other than c2p and p2c.
 func parseDeBERTa(cfg *Config, raw rawConfig, path string) error {
 	refuse := func(key, format string, args ...any) error { return refuseKey(path, key, format, args...) }
-	cfg.VocabSize = intOr(raw.VocabSize, 128000)
-	cfg.HiddenSize = intOr(raw.HiddenSize, 1536)
-	cfg.NumLayers = intOr(raw.NumHiddenLayers, 24)
-	cfg.NumHeads = intOr(raw.NumAttnHeads, 24)
-	cfg.IntermediateSize = intOr(raw.IntermediateSize, 6144)
+	v1 := cfg.ModelType == ModelDeBERTa
+	if v1 { // DebertaConfig's defaults: deberta-base's shape
+		cfg.VocabSize = intOr(raw.VocabSize, 50265)
+		cfg.HiddenSize = intOr(raw.HiddenSize, 768)
+		cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
+		cfg.NumHeads = intOr(raw.NumAttnHeads, 12)
+		cfg.IntermediateSize = intOr(raw.IntermediateSize, 3072)
+	} else {
+		cfg.VocabSize = intOr(raw.VocabSize, 128000)
+		cfg.HiddenSize = intOr(raw.HiddenSize, 1536)
+		cfg.NumLayers = intOr(raw.NumHiddenLayers, 24)
+		cfg.NumHeads = intOr(raw.NumAttnHeads, 24)
+		cfg.IntermediateSize = intOr(raw.IntermediateSize, 6144)
+	}
 	cfg.HiddenAct = strOr(raw.HiddenAct, ActGELU)
 	cfg.TypeVocabSize = intOr(raw.TypeVocabSize, 0)
 	cfg.LayerNormEps = floatOr(raw.LayerNormEps, 1e-7)
@@ -109,6 +119,9 @@ func parseDeBERTa(cfg *Config, raw rawConfig, path string) error {
 	}
 	d := &cfg.DeBERTa
 	d.RelativeAttention = boolOr(raw.RelativeAttention, false)
+	if v1 && boolOr(raw.TalkingHead, false) {
+		return refuse("talking_head", "true: DeBERTa v1's head-mixing projections are not supported")
+	}
 	d.PositionBuckets = intOr(raw.PositionBuckets, -1)
 	d.MaxRelativePositions = intOr(raw.MaxRelativePositions, -1)
 	if d.MaxRelativePositions < 1 {
@@ -118,6 +131,10 @@ func parseDeBERTa(cfg *Config, raw rawConfig, path string) error {
 		d.NormRelEmbeddings = d.NormRelEmbeddings || strings.TrimSpace(part) == "layer_norm"
 	}
 	d.ShareAttKey = boolOr(raw.ShareAttKey, false)
+	if v1 {
+		// DebertaConfig has none of these (modeling_deberta.py reads none).
+		d.PositionBuckets, d.NormRelEmbeddings, d.ShareAttKey = -1, false, false
+	}
 	d.PositionBiasedInput = boolOr(raw.PositionBiasedInput, true)
 	d.PoolerAct = strOr(raw.PoolerHiddenAct, ActGELU)
 	types, err := parsePosAttType(raw.PosAttType)
@@ -211,6 +228,12 @@ func (c *Config) debertaParameters() int64 {
 		if !d.ShareAttKey {
 			layer += int64(len(d.PosAttTypes)) * (h*h + h)
 		}
+		if c.ModelType == ModelDeBERTa && d.has(debertaC2P) {
+			layer -= h // v1's pos_proj has no bias
+		}
+	}
+	if c.ModelType == ModelDeBERTa {
+		layer -= h // v1's in_proj: q_bias and v_bias, no key bias
 	}
 	total += int64(c.NumLayers) * layer
 	if c.IsClassifier() {

@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -90,14 +91,14 @@ func TestTinyDeBERTaMatchesTorch(t *testing.T) {
 	}
 }
 
-// TestTinyDeBERTaINT8: the INT8 path, on the HF folders and on their
-// torch.onnx exports (bmm on [batch·heads, seq, d], Tile of the tables, the
-// masked_fill softmax over query and key masks, the embeddings times the
-// mask: UnmergeBatchHeads, CanonicalizeAttentionMask and DropPaddedRowMask
-// make it the folder's form), fuses each layer's relative terms (where the
-// model has them) into one sqc.DisentangledBias and agrees roughly with
-// FP32 (int8MinCosine) on real tokens; the canonical FP32 graph still
-// matches PyTorch there.
+// TestTinyDeBERTaINT8: the INT8 path, on the HF folders and on the v2
+// models' torch.onnx exports (bmm on [batch·heads, seq, d], Tile of the
+// tables, the masked_fill softmax over query and key masks, the embeddings
+// times the mask: UnmergeBatchHeads, CanonicalizeAttentionMask and
+// DropPaddedRowMask make it the folder's form), fuses each layer's relative
+// terms (where the model has them) into one sqc.DisentangledBias and
+// agrees roughly with FP32 (int8MinCosine) on real tokens; the canonical
+// FP32 graph still matches PyTorch there. v1's export is refused.
 func TestTinyDeBERTaINT8(t *testing.T) {
 	for _, name := range testmodels.TinyDeBERTaModels {
 		t.Run(name, func(t *testing.T) {
@@ -118,10 +119,20 @@ func TestTinyDeBERTaINT8(t *testing.T) {
 			if cfg.DeBERTa.RelativeAttention && len(cfg.DeBERTa.PosAttTypes) > 0 {
 				want = cfg.NumLayers // one per layer
 			}
-			for _, src := range []struct {
+			sources := []struct {
 				what string
 				g    *compiler.Graph
-			}{{"folder", hg}, {"onnx", og}} {
+			}{{"folder", hg}, {"onnx", og}}
+			if cfg.ModelType == ModelDeBERTa {
+				// v1's export (in_proj chunked per head, the relative
+				// table sliced to the traced sequence length, XSoftmax's
+				// zeroing after the softmax) does not fuse: refused.
+				if _, _, _, err := int8Outputs(t, og, ref); !errors.Is(err, compiler.ErrUnsupportedOp) || !strings.Contains(err.Error(), "model.onnx") {
+					t.Errorf("v1's ONNX export: %v; want an unsupported op naming the file", err)
+				}
+				sources = sources[:1]
+			}
+			for _, src := range sources {
 				q, f, listing, err := int8Outputs(t, src.g, ref)
 				if err != nil {
 					t.Fatalf("%s: %v", src.what, err)

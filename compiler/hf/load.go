@@ -109,6 +109,9 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 	g := compiler.NewGraph(cfg.Architecture)
 	g.Opset = opset
+	if cfg.ModelType == ModelDeBERTa {
+		weights = debertaV1Weights{weights, cfg.NumHeads, cfg.HiddenSize}
+	}
 	b := &builder{Builder: blocks.Builder{G: g}, cfg: cfg, weights: weights, file: SourceFile(weights)}
 
 	inputs := []string{inInputIDs, inAttentionMask}
@@ -164,7 +167,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildGTE(b, prefix)
 	case ModelNomicBERT:
 		buildNomicBERT(b, prefix)
-	case ModelDeBERTaV2:
+	case ModelDeBERTaV2, ModelDeBERTa:
 		buildDeBERTa(b, prefix)
 	}
 	if b.err != nil {

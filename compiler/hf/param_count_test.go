@@ -10,15 +10,17 @@ import (
 
 // TestParameterCountMatchesPyTorch: the size bound Validate applies
 // counts ELECTRA's narrower embedding tables and embeddings_project and
-// MPNet's relative position bias (and no type table), and ModernBERT's
-// layers (no attention norm on layer 0, no biases): the tiny models'
-// counts are the ones PyTorch reports for them (make_models.py prints
-// sum(p.numel())).
+// MPNet's relative position bias (and no type table), ModernBERT's
+// layers (no attention norm on layer 0, no biases) and DeBERTa v1's
+// (in_proj with q_bias and v_bias, pos_proj without bias): the tiny
+// models' counts are the ones PyTorch reports for them (make_models.py
+// and make_deberta.py print sum(p.numel())).
 func TestParameterCountMatchesPyTorch(t *testing.T) {
 	for name, want := range map[string]int64{
 		testmodels.TinyElectraCls: 79_362, testmodels.TinyElectraBase: 46_944,
 		testmodels.TinyMPNetCls: 50_482, testmodels.TinyMPNetBase: 84_544,
 		testmodels.TinyModernBertCls: 153_090, testmodels.TinyModernBertBase: 39_584,
+		testmodels.TinyDeBERTaV1Base: 29_824, testmodels.TinyDeBERTaV1Cls: 25_251,
 	} {
 		cfg, err := LoadConfig(filepath.Join(testmodels.TinyDir(t, name), ConfigFile))
 		if err != nil {
@@ -26,7 +28,7 @@ func TestParameterCountMatchesPyTorch(t *testing.T) {
 		}
 		got := cfg.parameterCount()
 		h := int64(cfg.HiddenSize)
-		if !cfg.IsClassifier() && cfg.ModelType != ModelModernBERT { // ModernBERT's count is the architecture's own
+		if !cfg.IsClassifier() && cfg.ModelType != ModelModernBERT && !cfg.IsDeBERTa() { // ModernBERT's and DeBERTa's counts are the architecture's own
 			// parameterCount adds a pooler-sized dense layer and a
 			// head: the base models have no head, and ElectraModel no
 			// pooler either.

@@ -109,7 +109,7 @@ const (
 // TinyNomicModels lists the tiny NomicBERT models.
 var TinyNomicModels = []string{TinyNomicBase, TinyNomicCls, TinyNomicGelu}
 
-// Tiny DeBERTa-v2/v3 models (gen/make_deberta.py), kept out of
+// Tiny DeBERTa models (gen/make_deberta.py), kept out of
 // TinyModels: transformers masks DeBERTa's padded queries as well as its
 // keys, so its padded rows differ from what sqc computes for them (no
 // real token reads them); tests compare real tokens (compiler.ZeroMaskedTokens).
@@ -130,10 +130,18 @@ const (
 	// relative_attention false: BERT's attention with absolute
 	// positions, relu; opset 14.
 	TinyDeBERTaAbs = "deberta-abs"
+	// DeBERTa v1 (model_type "deberta"), deberta-base's form: in_proj
+	// with q_bias and v_bias, c2p and p2c (pos_proj, pos_q_proj) over a
+	// span beyond any test sequence; opset 14.
+	TinyDeBERTaV1Base = "deberta-v1-base"
+	// A v1 classifier: p2c alone, distances clamped at 6, absolute
+	// positions from the position_ids buffer, two token types, 3 labels;
+	// opset 12.
+	TinyDeBERTaV1Cls = "deberta-v1-cls"
 )
 
-// TinyDeBERTaModels lists the tiny DeBERTa models.
-var TinyDeBERTaModels = []string{TinyDeBERTaBase, TinyDeBERTaCls, TinyDeBERTaC2P, TinyDeBERTaAbs}
+// TinyDeBERTaModels lists the tiny DeBERTa models, v2/v3 and v1.
+var TinyDeBERTaModels = []string{TinyDeBERTaBase, TinyDeBERTaCls, TinyDeBERTaC2P, TinyDeBERTaAbs, TinyDeBERTaV1Base, TinyDeBERTaV1Cls}
 
 // TinySTBertMean is a sentence-transformers model as optimum exports it
 // for feature extraction (gen/make_st_export.py): a tiny BERT, mean

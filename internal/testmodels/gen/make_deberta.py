@@ -71,6 +71,37 @@ def build_relative_position(query_layer, key_layer, bucket_size, max_position):
     return rel.to(torch.long)[: query_layer.size(-2), :].unsqueeze(0)
 
 
+def build_relative_position_v1(size):
+    """modeling_deberta.py's build_relative_position: i - j by a repeat
+    (no buckets in v1), [1, size, size]."""
+    q_ids = torch.arange(size, dtype=torch.long)
+    k_ids = torch.arange(size, dtype=torch.long)
+    rel = q_ids[:, None] - k_ids.view(1, -1).repeat(size, 1)
+    return rel[:size, :].unsqueeze(0)
+
+
+class V1LayerNorm(nn.Module):
+    """DebertaLayerNorm (v1): mean and variance over the last axis in
+    float32, eps inside the square root, then weight and bias."""
+
+    def __init__(self, size, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.bias = nn.Parameter(torch.zeros(size))
+        self.eps = eps
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = (x - mean).pow(2).mean(-1, keepdim=True)
+        return self.weight * ((x - mean) / torch.sqrt(var + self.eps)) + self.bias
+
+
+def LayerNorm(c):
+    if c["model_type"] == "deberta":
+        return V1LayerNorm(c["hidden_size"], c["layer_norm_eps"])
+    return nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+
+
 class Embeddings(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -83,11 +114,17 @@ class Embeddings(nn.Module):
             self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], e)
         if e != c["hidden_size"]:
             self.embed_proj = nn.Linear(e, c["hidden_size"], bias=False)
-        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.LayerNorm = LayerNorm(c)
+        if c["model_type"] == "deberta":
+            # v1's position ids: a buffer sliced to the sequence (v2 here
+            # takes arange(seq), the other form exports take).
+            self.register_buffer("position_ids", torch.arange(c["max_position_embeddings"]).expand((1, -1)), persistent=False)
 
     def forward(self, ids, mask, types=None):
         x = self.word_embeddings(ids)
-        if self.biased:
+        if self.biased and hasattr(self, "position_ids"):
+            x = x + self.position_embeddings(self.position_ids[:, :ids.shape[1]])
+        elif self.biased:
             x = x + self.position_embeddings(torch.arange(ids.shape[1]).unsqueeze(0))
         if types is not None:
             x = x + self.token_type_embeddings(types)
@@ -159,13 +196,93 @@ class SelfAttention(nn.Module):
         return score
 
 
+class XSoftmax(torch.autograd.Function):
+    """v1's masked softmax: masked pairs filled with float32's lowest, the
+    softmax, masked pairs zeroed; exported as transformers' symbolic
+    writes it (the mask as 1 - mask, cast to u8, masked_fill both times)."""
+
+    @staticmethod
+    def forward(ctx, x, mask, dim):
+        rmask = ~(mask.to(torch.bool))
+        out = torch.softmax(x.masked_fill(rmask, torch.finfo(x.dtype).min), dim)
+        return out.masked_fill(rmask, 0)
+
+    @staticmethod
+    def symbolic(g, x, mask, dim):
+        from torch.onnx.symbolic_opset9 import masked_fill, softmax
+        r_mask = g.op("Cast", g.op("Sub", g.op("Constant", value_t=torch.tensor(1, dtype=torch.int64)), g.op("Cast", mask, to_i=7)), to_i=2)
+        out = masked_fill(g, x, r_mask, g.op("Constant", value_t=torch.tensor(torch.finfo(torch.float32).min)))
+        out = softmax(g, out, dim)
+        return masked_fill(g, out, r_mask, g.op("Constant", value_t=torch.tensor(0, dtype=torch.uint8)))
+
+
+class V1SelfAttention(nn.Module):
+    """DeBERTa v1's DisentangledSelfAttention: in_proj (no bias) per head
+    q, k, v; q_bias and v_bias; Q divided by s before Q·Kᵀ and c2p, the
+    position query projection before p2c; pos_proj (no bias) and
+    pos_q_proj; the table sliced to att_span = min(seq, max_rel) around its
+    middle; XSoftmax."""
+
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.heads = c["num_attention_heads"]
+        self.in_proj = nn.Linear(h, 3 * h, bias=False)
+        self.q_bias = nn.Parameter(torch.zeros(h))
+        self.v_bias = nn.Parameter(torch.zeros(h))
+        self.types = pos_att_types(c)
+        self.relative = c.get("relative_attention", False)
+        _, _, self.max_rel = span_of(c)
+        if self.relative:
+            if "c2p" in self.types:
+                self.pos_proj = nn.Linear(h, h, bias=False)
+            if "p2c" in self.types:
+                self.pos_q_proj = nn.Linear(h, h)
+
+    def split(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.heads, -1).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask, rel_pos, rel_emb):
+        q, k, v = self.split(self.in_proj(x)).chunk(3, dim=-1)
+        q = q + self.split(self.q_bias[None, None, :])
+        v = v + self.split(self.v_bias[None, None, :])
+        factor = 1 + (len(self.types) if self.relative else 0)
+        scale = torch.sqrt(torch.tensor(q.size(-1), dtype=torch.float) * factor)
+        q = q / scale
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        if self.relative and self.types:
+            scores = scores + self.relative_terms(q, k, rel_pos, rel_emb, factor)
+        probs = XSoftmax.apply(scores, mask, -1)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        return ctx.view(ctx.size(0), ctx.size(1), -1)
+
+    def relative_terms(self, q, k, rel_pos, rel_emb, factor):
+        rel_pos = rel_pos.unsqueeze(1)  # [1, 1, q, k]
+        span = min(max(q.size(-2), k.size(-2)), self.max_rel)
+        rel_emb = rel_emb[self.max_rel - span: self.max_rel + span, :].unsqueeze(0)
+        score = 0
+        if "c2p" in self.types:
+            pos_k = self.split(self.pos_proj(rel_emb))
+            c2p = torch.matmul(q, pos_k.transpose(-1, -2))
+            c2p_pos = torch.clamp(rel_pos + span, 0, span * 2 - 1)
+            score += torch.gather(c2p, dim=-1, index=c2p_pos.expand([q.size(0), q.size(1), q.size(2), rel_pos.size(-1)]))
+        if "p2c" in self.types:
+            pos_q = self.split(self.pos_q_proj(rel_emb))
+            pos_q = pos_q / torch.sqrt(torch.tensor(pos_q.size(-1), dtype=torch.float) * factor)
+            p2c_pos = torch.clamp(-rel_pos + span, 0, span * 2 - 1)
+            p2c = torch.matmul(k, pos_q.transpose(-1, -2))
+            score += torch.gather(p2c, dim=-1, index=p2c_pos.expand([q.size(0), q.size(1), k.size(-2), k.size(-2)])).transpose(-1, -2)
+        return score
+
+
 class Dense(nn.Module):
     """DebertaV2SelfOutput and DebertaV2Output: dense, residual, LayerNorm."""
 
     def __init__(self, c, width):
         super().__init__()
         self.dense = nn.Linear(width, c["hidden_size"])
-        self.LayerNorm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.LayerNorm = LayerNorm(c)
 
     def forward(self, x, residual):
         return self.LayerNorm(self.dense(x) + residual)
@@ -174,7 +291,7 @@ class Dense(nn.Module):
 class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.self = SelfAttention(c)
+        self.self = V1SelfAttention(c) if c["model_type"] == "deberta" else SelfAttention(c)
         self.output = Dense(c, c["hidden_size"])
 
 
@@ -202,6 +319,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList([Layer(c) for _ in range(c["num_hidden_layers"])])
         self.relative = c.get("relative_attention", False)
+        self.v1 = c["model_type"] == "deberta"
         self.span, self.buckets, self.max_rel = span_of(c)
         if self.relative:
             self.rel_embeddings = nn.Embedding(2 * self.span, c["hidden_size"])
@@ -212,7 +330,11 @@ class Encoder(nn.Module):
     def forward(self, x, attention_mask):
         ext = attention_mask.unsqueeze(1).unsqueeze(2)
         mask = (ext * ext.squeeze(-2).unsqueeze(-1)).byte()
-        rel_pos = build_relative_position(x, x, self.buckets, self.max_rel) if self.relative else None
+        rel_pos = None
+        if self.relative and self.v1:
+            rel_pos = build_relative_position_v1(x.size(-2))
+        elif self.relative:
+            rel_pos = build_relative_position(x, x, self.buckets, self.max_rel)
         rel_emb = None
         if self.relative:
             rel_emb = self.rel_embeddings.weight
@@ -283,6 +405,26 @@ def deberta_config(arch, vocab, hidden, layers, heads, inter, act, positions, ty
     return c
 
 
+def deberta_v1_config(arch, vocab, hidden, layers, heads, inter, act, positions, types, **extra):
+    """microsoft/deberta-base's config.json (DebertaConfig: model_type
+    "deberta") at another size, with extra keys overriding."""
+    num_labels = extra.pop("num_labels", 3)
+    c = {
+        "architectures": [arch], "attention_probs_dropout_prob": 0.1, "hidden_act": act, "hidden_dropout_prob": 0.1,
+        "hidden_size": hidden, "initializer_range": 0.02, "intermediate_size": inter, "layer_norm_eps": 1e-7,
+        "max_position_embeddings": positions, "max_relative_positions": -1, "model_type": "deberta",
+        "num_attention_heads": heads, "num_hidden_layers": layers, "pad_token_id": 0, "pooler_dropout": 0,
+        "pooler_hidden_act": "gelu", "pooler_hidden_size": hidden, "pos_att_type": "c2p|p2c", "position_biased_input": False,
+        "relative_attention": True, "torch_dtype": "float32", "transformers_version": make_models.TRANSFORMERS_VERSION,
+        "type_vocab_size": types, "vocab_size": vocab,
+    }
+    c.update(extra)
+    if arch.endswith("ForSequenceClassification"):
+        id2label, label2id = make_models.labels(num_labels)
+        c.update({"id2label": id2label, "label2id": label2id})
+    return c
+
+
 TINY = [
     # deberta-v3's form: log buckets (8: distances beyond 4 share buckets),
     # shared keys, normed relative embeddings, no absolute positions, no
@@ -306,6 +448,15 @@ TINY = [
     # positions, relu; opset 14.
     ("deberta-abs", deberta_config("DebertaV2Model", 140, 32, 2, 4, 64, "relu", 64, 0, relative_attention=False,
                                    position_biased_input=True, pos_att_type=None), 14),
+    # DeBERTa v1 (model_type "deberta"), deberta-base's form: in_proj, c2p
+    # and p2c over the whole span (max_relative_positions -1: 64, beyond
+    # any test sequence), no absolute positions; opset 14.
+    ("deberta-v1-base", deberta_v1_config("DebertaModel", 140, 32, 2, 4, 64, "gelu", 64, 0), 14),
+    # A v1 classifier (deberta-large-mnli's head): p2c alone, distances
+    # clamped at 6, absolute positions from the position_ids buffer, two
+    # token types, 3 labels; opset 12.
+    ("deberta-v1-cls", deberta_v1_config("DebertaForSequenceClassification", 140, 32, 2, 4, 48, "gelu", 64, 2,
+                                         max_relative_positions=6, pos_att_type="p2c", position_biased_input=True), 12),
 ]
 
 
@@ -318,7 +469,7 @@ def published():
 
 def build(name, c, opset, out_dir, seed, lengths, published=False):
     torch.manual_seed(seed)
-    model = (Cls if c["architectures"][0] == "DebertaV2ForSequenceClassification" else Model)(c)
+    model = (Cls if c["architectures"][0].endswith("ForSequenceClassification") else Model)(c)
     make_models.randomize(model, seed)
     model.eval()
     batch = make_models.make_batch(c, seed + 1, lengths)
