@@ -241,7 +241,9 @@ func (c *Config) optionalTypes() bool { return c.rotaryTypes() || c.IsDeBERTa() 
 
 // IsDeBERTa reports whether the model is DeBERTa, v1 (model_type
 // "deberta") or v2/v3 ("deberta-v2"): the same graph (see buildDeBERTa).
-func (c *Config) IsDeBERTa() bool { return c.ModelType == ModelDeBERTaV2 || c.ModelType == ModelDeBERTa }
+func (c *Config) IsDeBERTa() bool {
+	return c.ModelType == ModelDeBERTaV2 || c.ModelType == ModelDeBERTa
+}
 
 // rotaryTypes reports whether the model is GTE or NomicBERT: rotary
 // positions, and a token type table only where type_vocab_size is
