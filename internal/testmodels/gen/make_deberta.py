@@ -1,4 +1,4 @@
-"""Tiny random-weight DeBERTa-v2/v3 models (config.json, model.safetensors
+"""Tiny random-weight DeBERTa models (config.json, model.safetensors
 and the ONNX export) for sqc's tests: transformers' DebertaV2Model and
 DebertaV2ForSequenceClassification (model_type "deberta-v2"), written after
 modeling_deberta_v2.py of transformers 4.46 (eval mode):
@@ -18,6 +18,14 @@ modeling_deberta_v2.py of transformers 4.46 (eval mode):
   - DebertaV2ForSequenceClassification: the encoder under "deberta.", the
     ContextPooler (dense + pooler_hidden_act on the first token), the
     classifier.
+
+DeBERTa v1 (model_type "deberta": DebertaModel, DebertaForSequenceClassification)
+after modeling_deberta.py: in_proj without bias giving each head's q, k
+and v, q_bias and v_bias, Q (and the position query projection) divided
+by s before the products, pos_proj (no bias) and pos_q_proj, the relative
+table sliced to min(seq, max_relative_positions) around its middle, XSoftmax
+(exported as transformers' symbolic writes it), DebertaLayerNorm, position
+ids from the position_ids buffer.
 
 Rows of padding are what transformers computes (the mask applies to
 queries too, and to the embeddings); sqc's tests compare real tokens.
