@@ -68,6 +68,40 @@ func TestDeBERTaConfig(t *testing.T) {
 	}
 }
 
+// TestDeBERTaV1Config: DebertaConfig (model_type "deberta") reads as v2's
+// unbucketed, unshared, unnormed form whatever v2-only keys say (v1's code
+// reads none), with its own class defaults; talking_head is refused.
+func TestDeBERTaV1Config(t *testing.T) {
+	parse := tinyConfigParser(t, testmodels.TinyDeBERTaV1Cls)
+	cfg, err := parse("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.DeBERTa
+	if cfg.ModelType != ModelDeBERTa || !cfg.IsDeBERTa() || d.AttSpan() != 6 || d.PositionBuckets > 0 || d.NormRelEmbeddings || d.ShareAttKey ||
+		!d.PositionBiasedInput || !d.has(debertaP2C) || d.has(debertaC2P) || cfg.ParamPrefix() != "deberta." {
+		t.Errorf("parsed %+v", cfg)
+	}
+	for _, c := range []struct {
+		key   string
+		value any
+		check func(Config) bool
+	}{
+		{"position_buckets", 256, func(c Config) bool { return c.DeBERTa.PositionBuckets <= 0 && c.DeBERTa.AttSpan() == 6 }},
+		{"share_att_key", true, func(c Config) bool { return !c.DeBERTa.ShareAttKey }},
+		{"norm_rel_ebd", "layer_norm", func(c Config) bool { return !c.DeBERTa.NormRelEmbeddings }},
+		{"vocab_size", nil, func(c Config) bool { return c.VocabSize == 50265 }}, // DebertaConfig's default
+		{"talking_head", false, func(c Config) bool { return true }},
+	} {
+		cfg, err := parse(c.key, c.value)
+		if err != nil || !c.check(cfg) {
+			t.Errorf("%s = %v: %+v, %v", c.key, c.value, cfg.DeBERTa, err)
+		}
+	}
+	_, err = parse("talking_head", true)
+	wantRefusal(t, "talking_head = true", err, "talking_head")
+}
+
 // TestTinyDeBERTaMatchesTorch: the FP32 interpreter on the graph built
 // from config.json + model.safetensors, and on the torch.onnx export's
 // graph, reproduces PyTorch's outputs on the reference batch's real tokens

@@ -80,6 +80,17 @@ var presets = map[string]Config{
 		DeBERTa: DeBERTaConfig{RelativeAttention: true, PosAttTypes: []string{debertaP2C, debertaC2P}, PositionBuckets: 256,
 			MaxRelativePositions: 512, NormRelEmbeddings: true, ShareAttKey: true, PoolerAct: ActGELU},
 	},
+	// microsoft/deberta-base (v1) and the MNLI classifiers and NLI
+	// cross-encoders tuned from it: GPT-2's 50k BPE vocabulary, no token
+	// types or absolute positions, c2p and p2c over distances clamped at
+	// 512 (a 1024-row table), in_proj with q_bias and v_bias.
+	"deberta-base": {
+		ModelType: ModelDeBERTa, Architecture: ArchDebertaForSequence,
+		VocabSize: 50265, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 512, HiddenAct: ActGELU, LayerNormEps: 1e-7,
+		DeBERTa: DeBERTaConfig{RelativeAttention: true, PosAttTypes: []string{debertaC2P, debertaP2C}, PositionBuckets: -1,
+			MaxRelativePositions: 512, PoolerAct: ActGELU},
+	},
 }
 
 // modernBertPreset is ModernBertConfig's defaults at a size: every third

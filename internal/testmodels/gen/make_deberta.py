@@ -469,10 +469,11 @@ TINY = [
 
 
 def published():
-    """deberta-v3-base's shapes (random weights, ONNX only): for benchmarks
-    against ONNX Runtime."""
+    """deberta-v3-base's and deberta-base's (v1) shapes (random weights,
+    ONNX only): for benchmarks against ONNX Runtime."""
     c = deberta_config("DebertaV2Model", 128100, 768, 12, 12, 3072, "gelu", 512, 0)
-    return [("deberta-v3-base-random", c, 14)]
+    v1 = deberta_v1_config("DebertaModel", 50265, 768, 12, 12, 3072, "gelu", 512, 0)
+    return [("deberta-v3-base-random", c, 14), ("deberta-base-random", v1, 14)]
 
 
 def build(name, c, opset, out_dir, seed, lengths, published=False):
