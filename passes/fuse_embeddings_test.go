@@ -290,19 +290,7 @@ func TestFuseEmbeddingsWordAndType(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				before := g.Clone()
-				if err := Run(before, without(Pipeline(), []string{FuseEmbeddings.Name}), Options{CheckIR: true}); err != nil {
-					t.Fatal(err)
-				}
-				if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
-					t.Fatal(err)
-				}
-				var emb []*compiler.Node
-				for _, n := range g.Nodes {
-					if n.Op == "sqc.Embeddings" {
-						emb = append(emb, n)
-					}
-				}
+				before, emb := pipelineWithoutFuseEmbeddings(t, g)
 				if len(emb) != 1 || len(emb[0].Inputs) != 5 || emb[0].Inputs[2] != "" || emb[0].Inputs[3] != "token_type_ids" {
 					t.Fatalf("want one sqc.Embeddings of word and type tables without positions, got %d: %v", len(emb), emb)
 				}
@@ -326,19 +314,7 @@ func TestFuseEmbeddingsArangePositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := g.Clone()
-	if err := Run(before, without(Pipeline(), []string{FuseEmbeddings.Name}), Options{CheckIR: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
-		t.Fatal(err)
-	}
-	var emb []*compiler.Node
-	for _, n := range g.Nodes {
-		if n.Op == "sqc.Embeddings" {
-			emb = append(emb, n)
-		}
-	}
+	before, emb := pipelineWithoutFuseEmbeddings(t, g)
 	if len(emb) != 1 || len(emb[0].Inputs) < 3 || emb[0].Inputs[2] != "embeddings.position_embeddings.weight" || OpHistogram(g)["Range"] != 0 {
 		t.Fatalf("want one sqc.Embeddings reading the position table and no Range left, got %v:\n%s", emb, g.Text())
 	}
@@ -355,4 +331,25 @@ func TestFuseEmbeddingsArangePositions(t *testing.T) {
 			t.Errorf("%s differs from the unfused graph's", name)
 		}
 	}
+}
+
+// pipelineWithoutFuseEmbeddings runs the pipeline on g and, on a copy of
+// g as it was, the pipeline without FuseEmbeddings; it returns that copy
+// and g's sqc.Embeddings nodes.
+func pipelineWithoutFuseEmbeddings(t *testing.T, g *compiler.Graph) (*compiler.Graph, []*compiler.Node) {
+	t.Helper()
+	before := g.Clone()
+	if err := Run(before, without(Pipeline(), []string{FuseEmbeddings.Name}), Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunPipeline(g, Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	var emb []*compiler.Node
+	for _, n := range g.Nodes {
+		if n.Op == "sqc.Embeddings" {
+			emb = append(emb, n)
+		}
+	}
+	return before, emb
 }

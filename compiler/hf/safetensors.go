@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/nlpodyssey/safetensors"
@@ -156,14 +156,7 @@ func diagnoseHeader(path string, header []byte, dataBytes uint64, libErr error) 
 func (s *Safetensors) File() string { return s.path }
 
 // Names lists the stored tensor names, sorted.
-func (s *Safetensors) Names() []string {
-	names := make([]string, 0, len(s.tensors))
-	for n := range s.tensors {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (s *Safetensors) Names() []string { return slices.Sorted(maps.Keys(s.tensors)) }
 
 // Metadata is the header's "__metadata__" map (e.g. format: pt).
 func (s *Safetensors) Metadata() map[string]string { return s.meta }

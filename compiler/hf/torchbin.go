@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path"
-	"sort"
+	"slices"
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/pytorch"
@@ -211,14 +212,7 @@ func loadStorage(records map[string]*zip.File, size int64, storages map[string]*
 func (c *TorchCheckpoint) File() string { return c.path }
 
 // Names lists the stored tensor names, sorted.
-func (c *TorchCheckpoint) Names() []string {
-	names := make([]string, 0, len(c.tensors))
-	for n := range c.tensors {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c *TorchCheckpoint) Names() []string { return slices.Sorted(maps.Keys(c.tensors)) }
 
 // Weight implements WeightSource as Safetensors.Weight does (the same
 // name variants); float16, bfloat16 and float64 storages are converted to

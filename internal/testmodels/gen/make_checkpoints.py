@@ -48,22 +48,6 @@ def load_safetensors(path):
     return out
 
 
-def save_f16_safetensors(path, tensors):
-    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
-    for name in sorted(tensors):
-        data = tensors[name].contiguous().numpy().astype("<f2").tobytes()
-        header[name] = {"dtype": "F16", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
-        for b in blobs:
-            f.write(b)
-
-
 def folder(out, name):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
@@ -92,7 +76,7 @@ def main():
     torch.save(w, os.path.join(folder(a.out, "torch-f32"), "pytorch_model.bin"))
     half = {n: t.half() for n, t in w.items()}
     torch.save(half, os.path.join(folder(a.out, "torch-f16"), "pytorch_model.bin"))
-    save_f16_safetensors(os.path.join(folder(a.out, "st-f16"), "model.safetensors"), {n: t.float() for n, t in half.items()})
+    make_models.save_safetensors(os.path.join(folder(a.out, "st-f16"), "model.safetensors"), {n: t.float() for n, t in half.items()}, "F16")
     parts = shards(w)
     d = folder(a.out, "sharded-st")
     files = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]

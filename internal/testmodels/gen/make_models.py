@@ -764,13 +764,14 @@ def randomize(model, seed):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
 
 
-def save_safetensors(path, tensors):
+def save_safetensors(path, tensors, dtype="F32"):
     """The safetensors format: u64 little-endian header size, a JSON header
-    of name -> {dtype, shape, data_offsets}, then the raw bytes."""
+    of name -> {dtype, shape, data_offsets}, then the raw bytes; dtype F32
+    or F16."""
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name in sorted(tensors):
-        data = tensors[name].detach().contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(data)]}
+        data = tensors[name].detach().contiguous().numpy().astype({"F32": "<f4", "F16": "<f2"}[dtype]).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     raw = json.dumps(header, separators=(",", ":")).encode()
