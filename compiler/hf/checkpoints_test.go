@@ -204,6 +204,26 @@ func TestTorchCheckpointBadInput(t *testing.T) {
 	}
 }
 
+// TestTorchCheckpointNamesOtherEntries: a state dict entry that is not a
+// tensor sqc reads (here an int; a class of a newer torch would be such)
+// is named in the error for the parameter asked for.
+func TestTorchCheckpointNamesOtherEntries(t *testing.T) {
+	path := rewriteZip(t, filepath.Join(checkpointDir(t, "views"), TorchFile), func(name string, b []byte) []byte {
+		if strings.HasSuffix(name, "data.pkl") {
+			return []byte("\x80\x02}q\x00X\x01\x00\x00\x00aq\x01K\x07s.") // {"a": 7}
+		}
+		return b
+	})
+	ck, err := OpenTorchCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ck.Weight("a", nil)
+	if !errors.Is(err, compiler.ErrMissingTensor) || !strings.Contains(err.Error(), "entries that are not tensors sqc reads: 1, such as a (int)") {
+		t.Errorf("got %v; want a missing tensor naming the entry that is not one", err)
+	}
+}
+
 // TestShardedBadIndex: an index naming a shard outside its folder, or
 // one that is not there, is refused naming the index or the shard.
 func TestShardedBadIndex(t *testing.T) {

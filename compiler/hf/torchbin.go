@@ -37,6 +37,9 @@ const TorchFile = "pytorch_model.bin"
 type TorchCheckpoint struct {
 	path    string
 	tensors map[string]*pytorch.Tensor
+	// others names the entries that are not tensors sqc reads (a class
+	// of a newer torch, say), for the error that a parameter is missing.
+	others []string
 }
 
 // storageKinds are the storage classes of a state dict, by name, with
@@ -134,8 +137,10 @@ func OpenTorchCheckpoint(file string) (ck *TorchCheckpoint, err error) {
 		}
 		if t, ok := v.(*pytorch.Tensor); ok {
 			ck.tensors[name] = t
+		} else {
+			ck.others = append(ck.others, fmt.Sprintf("%s (%T)", name, v))
 		}
-		return nil // other entries (none in a state dict) name no parameter
+		return nil
 	}
 	switch d := obj.(type) {
 	case *types.OrderedDict:
@@ -228,8 +233,12 @@ func (c *TorchCheckpoint) Weight(name string, _ []int64) (*compiler.Tensor, erro
 		}
 	}
 	if src == nil {
-		return nil, compiler.BadInput(c.path, name, fmt.Errorf("%w: no tensor %q (nor under another prefix) among the checkpoint's %d tensors",
-			compiler.ErrMissingTensor, name, len(c.tensors)))
+		other := ""
+		if len(c.others) > 0 {
+			other = fmt.Sprintf("; entries that are not tensors sqc reads: %d, such as %s", len(c.others), c.others[0])
+		}
+		return nil, compiler.BadInput(c.path, name, fmt.Errorf("%w: no tensor %q (nor under another prefix) among the checkpoint's %d tensors%s",
+			compiler.ErrMissingTensor, name, len(c.tensors), other))
 	}
 	raw, ok := src.Source.(*rawStorage)
 	if !ok {
