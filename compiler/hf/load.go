@@ -41,13 +41,6 @@ func Load(dir string) (*compiler.Graph, error) {
 	if err != nil {
 		return nil, compiler.BadInput(cfgPath, "", unwrapPath(err))
 	}
-	if _, err := os.Stat(filepath.Join(dir, SafetensorsFile)); err == nil {
-		stData, err := os.ReadFile(filepath.Join(dir, SafetensorsFile))
-		if err != nil {
-			return nil, compiler.BadInput(filepath.Join(dir, SafetensorsFile), "", unwrapPath(err))
-		}
-		return loadBytes(dir, cfgData, stData)
-	}
 	cfg, err := ParseConfig(cfgData, cfgPath)
 	if err != nil {
 		return nil, err

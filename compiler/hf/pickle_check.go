@@ -30,7 +30,7 @@ var pickleOpcodes = func() [256]pickleArg {
 	for i := range t {
 		t[i] = -1
 	}
-	for _, op := range "(.0123NQRabd}el]ost)uLIFPSVgpc" {
+	for _, op := range "(.0123NQRabd}el]ost)u" {
 		t[op] = argNone
 	}
 	for op, a := range map[byte]pickleArg{
@@ -46,6 +46,9 @@ var pickleOpcodes = func() [256]pickleArg {
 	}
 	return t
 }()
+
+// argWidth is the byte width of a fixed argument, or of a length prefix.
+var argWidth = [...]int{argFixed1: 1, argFixed2: 2, argFixed4: 4, argFixed8: 8, argLen1: 1, argLen4: 4, argLen8: 8}
 
 // checkPickle walks a pickle's opcodes up to its STOP and checks that
 // every length it gives stays inside the data. The unpickler allocates
@@ -63,7 +66,7 @@ func checkPickle(data []byte) error {
 				return nil
 			}
 		case argFixed1, argFixed2, argFixed4, argFixed8:
-			n := map[pickleArg]int{argFixed1: 1, argFixed2: 2, argFixed4: 4, argFixed8: 8}[arg]
+			n := argWidth[arg]
 			if n > rest {
 				return fmt.Errorf("opcode %#x at byte %d: truncated", op, i-1)
 			}
@@ -80,7 +83,7 @@ func checkPickle(data []byte) error {
 				i += nl + 1
 			}
 		case argLen1, argLen4, argLen8:
-			w := map[pickleArg]int{argLen1: 1, argLen4: 4, argLen8: 8}[arg]
+			w := argWidth[arg]
 			if w > rest {
 				return fmt.Errorf("opcode %#x at byte %d: truncated", op, i-1)
 			}

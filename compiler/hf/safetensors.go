@@ -179,19 +179,13 @@ func (s *Safetensors) Weight(name string, _ []int64) (*compiler.Tensor, error) {
 	t := &compiler.Tensor{DType: compiler.Float32, Shape: shape}
 	switch info.DType {
 	case safetensors.F32:
-		t.F32 = make([]float32, len(raw)/4)
-		for i := range t.F32 {
-			t.F32[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
+		t.F32 = float32sLE(raw)
 	case safetensors.F16:
 		t.F32 = halffloat.Float16.Widen(raw)
 	case safetensors.BF16:
 		t.F32 = halffloat.BFloat16.Widen(raw)
 	case safetensors.F64:
-		t.F32 = make([]float32, len(raw)/8)
-		for i := range t.F32 {
-			t.F32[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:])))
-		}
+		t.F32 = narrowFloat64sLE(raw)
 	default:
 		return nil, compiler.BadInput(s.path, stored, fmt.Errorf("%w: dtype %s; weights must be F32 (F16, BF16 and F64 are converted)",
 			compiler.ErrDTypeMismatch, info.DType))
@@ -246,4 +240,24 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
 	return err
+}
+
+// float32sLE reads little-endian float32 bytes (safetensors' F32, torch's
+// FloatStorage).
+func float32sLE(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// narrowFloat64sLE reads little-endian float64 bytes (safetensors' F64,
+// torch's DoubleStorage), rounded to float32.
+func narrowFloat64sLE(b []byte) []float32 {
+	out := make([]float32, len(b)/8)
+	for i := range out {
+		out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
+	}
+	return out
 }

@@ -3,7 +3,6 @@ package hf
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -301,24 +300,13 @@ func (c *TorchCheckpoint) Weight(name string, _ []int64) (*compiler.Tensor, erro
 	return t, nil
 }
 
-// widenStorage converts a float storage's little-endian bytes to float32.
+// widenStorage converts a float storage's little-endian bytes to float32,
+// as Safetensors.Weight converts the same dtypes.
 var widenStorage = map[string]func([]byte) []float32{
-	"FloatStorage": func(b []byte) []float32 {
-		return widen(b, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
-	},
+	"FloatStorage":    float32sLE,
 	"HalfStorage":     halffloat.Float16.Widen,
 	"BFloat16Storage": halffloat.BFloat16.Widen,
-	"DoubleStorage": func(b []byte) []float32 {
-		return widen(b, 8, func(b []byte) float32 { return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))) })
-	},
-}
-
-func widen(b []byte, size int, at func([]byte) float32) []float32 {
-	out := make([]float32, len(b)/size)
-	for i := range out {
-		out[i] = at(b[i*size:])
-	}
-	return out
+	"DoubleStorage":   narrowFloat64sLE,
 }
 
 // contiguous reports whether strides are the row-major ones of size.
