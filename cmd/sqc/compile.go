@@ -159,9 +159,9 @@ func labels(g *compiler.Graph) []string {
 
 // compileTokenizer reads the model's tokenizer for the generated package:
 // vocab (--vocab) if given, else the file `sqc run` loads beside the model
-// (tokenizer.json, vocab.txt or a SentencePiece model, with
-// tokenizer_config.json's settings), which the package embeds and rebuilds
-// identically. A model without one gets a package without the text API
+// (tokenizer.json, vocab.txt, a SentencePiece model or vocab.json with
+// merges.txt, with tokenizer_config.json's settings), which the package
+// embeds and rebuilds identically. A model without one gets a package without the text API
 // (Run on token ids only).
 func compileTokenizer(model, vocab string) (*tokenizer.Tokenizer, *tokenizer.Source, error) {
 	var src *tokenizer.Source

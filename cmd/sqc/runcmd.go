@@ -164,7 +164,7 @@ func loadTokenizer(model, vocab string) (*tokenizer.Tokenizer, error) {
 
 // errNoTokenizer: texts to tokenize, and no tokenizer file given or beside
 // the model.
-var errNoTokenizer = errors.New("no tokenizer.json, vocab.txt or SentencePiece model beside the model: give --vocab FILE, or token ids instead of texts")
+var errNoTokenizer = errors.New("no tokenizer.json, vocab.txt, SentencePiece model or vocab.json with merges.txt beside the model: give --vocab FILE, or token ids instead of texts")
 
 func printResults(w interface{ Write([]byte) (int, error) }, g *compiler.Graph, res []infer.Result) error {
 	enc := json.NewEncoder(w)

@@ -46,19 +46,26 @@ func TestTokenize(t *testing.T) {
 		a, b   string
 		isPair bool
 	}
+	// A RoBERTa fine-tune's folder without tokenizer.json: vocab.json and
+	// merges.txt (written from roberta.json's) tokenize as roberta.json.
+	bpeDir := filepath.Join(dir, "roberta-finetune")
+	writeSlowBPEFiles(t, filepath.Join(oracle, "roberta.json"), bpeDir)
 	cases := []struct {
 		name   string
 		args   []string
 		inputs []input
+		want   string // the tokenizer file the output must match ("": the --tokenizer file)
 	}{
 		{"plain roberta", []string{"--tokenizer", filepath.Join(oracle, "roberta.json"), "--texts", plain},
-			[]input{{a: "Hello world!"}, {a: ""}, {a: "   "}, {a: "Café <mask> 中文 😀"}}},
+			[]input{{a: "Hello world!"}, {a: ""}, {a: "   "}, {a: "Café <mask> 中文 😀"}}, ""},
 		{"jsonl xlmr", []string{"--tokenizer", filepath.Join(oracle, "xlmr.json"), "--texts", jsonl},
-			[]input{{a: "two\nlines\x00 and a control"}, {a: "", b: "only the pair", isPair: true}, {a: "a"}}},
+			[]input{{a: "two\nlines\x00 and a control"}, {a: "", b: "only the pair", isPair: true}, {a: "a"}}, ""},
 		{"pairs bert", []string{"--tokenizer", filepath.Join(oracle, "bert-uncased.json"), "--texts", tsv, "--pairs"},
-			[]input{{a: "first", b: "second", isPair: true}, {a: "", b: "empty first", isPair: true}}},
+			[]input{{a: "first", b: "second", isPair: true}, {a: "", b: "empty first", isPair: true}}, ""},
 		{"sentencepiece model", []string{"--tokenizer", filepath.Join(oracle, "sentencepiece.bpe.model"), "--texts", plain},
-			[]input{{a: "Hello world!"}, {a: ""}, {a: "   "}, {a: "Café <mask> 中文 😀"}}},
+			[]input{{a: "Hello world!"}, {a: ""}, {a: "   "}, {a: "Café <mask> 中文 😀"}}, ""},
+		{"vocab.json and merges.txt beside the model", []string{"--model", bpeDir, "--texts", tsv, "--pairs"},
+			[]input{{a: "first", b: "second", isPair: true}, {a: "", b: "empty first", isPair: true}}, filepath.Join(oracle, "roberta.json")},
 	}
 	for _, c := range cases {
 		code, out, errs := runCLI(t, append([]string{"tokenize"}, c.args...)...)
@@ -71,7 +78,11 @@ func TestTokenize(t *testing.T) {
 		}
 		var tok *tokenizer.Tokenizer
 		var err error
-		if file := c.args[1]; strings.HasSuffix(file, ".model") {
+		file := c.want
+		if file == "" {
+			file = c.args[1]
+		}
+		if strings.HasSuffix(file, ".model") {
 			tok, err = tokenizer.FromSentencePieceFile(file)
 		} else {
 			tok, err = tokenizer.FromTokenizerJSON(file)
@@ -185,5 +196,41 @@ func TestTokenizeOffsets(t *testing.T) {
 	// <s> and </s> are [0, 0].
 	if first := want[0].Offsets; first[0] != (tokenizer.Offset{}) || first[len(first)-1] != (tokenizer.Offset{}) {
 		t.Errorf("special tokens' offsets %v, want {0 0}", first)
+	}
+}
+
+// writeSlowBPEFiles writes the vocab.json and merges.txt of a byte-level
+// BPE tokenizer.json into dir, with a config.json saying RoBERTa: a
+// RoBERTa fine-tune's folder as older transformers saved it.
+func writeSlowBPEFiles(t *testing.T, tokenizerJSON, dir string) {
+	t.Helper()
+	data, err := os.ReadFile(tokenizerJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Model struct {
+			Vocab  map[string]int `json:"vocab"`
+			Merges [][2]string    `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	vocab, err := json.Marshal(m.Model.Vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merges := "#version: 0.2\n"
+	for _, mg := range m.Model.Merges {
+		merges += mg[0] + " " + mg[1] + "\n"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"vocab.json": string(vocab), "merges.txt": merges, "config.json": `{"model_type": "roberta"}`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,14 +1,17 @@
 // Package tokenizer turns text into the input_ids, attention_mask and
 // token_type_ids an encoder takes, for the Go packages sqc generates and
 // for the sqc CLI, id for id as the reference tokenizers do. It reads
-// three kinds of files:
+// four kinds of files:
 //
 //   - tokenizer.json (FromTokenizerJSON): the HuggingFace tokenizers
 //     library's pipeline, matched against that library;
 //   - vocab.txt (FromVocabFile, FromVocab): transformers' BertTokenizer;
 //   - sentencepiece.bpe.model, spiece.model and spm.model (FromSentencePieceFile):
 //     SentencePiece unigram models as transformers' slow tokenizers use
-//     them, matched against the SentencePiece library.
+//     them, matched against the SentencePiece library;
+//   - vocab.json and merges.txt: GPT-2's byte-level BPE as RobertaTokenizer
+//     and DebertaTokenizer (DeBERTa v1) save it, converted to the
+//     tokenizer.json transformers' convert_slow_tokenizer makes of it.
 //
 // Load picks them in that order of preference from a model directory.
 //

@@ -293,5 +293,5 @@ func TestLoad(t *testing.T) {
 	wantErr(t, "malformed tokenizer_config.json", err, ErrMalformed, bad)
 
 	_, err = Load(t.TempDir())
-	wantErr(t, "empty directory", err, nil, "no tokenizer.json, vocab.txt, sentencepiece.bpe.model, spiece.model or spm.model")
+	wantErr(t, "empty directory", err, nil, "no tokenizer.json, vocab.txt, sentencepiece.bpe.model, spiece.model, spm.model or vocab.json with merges.txt")
 }

@@ -78,6 +78,9 @@ func oracleVariants() []oracleVariant {
 		}},
 		// roberta-base: byte-level BPE, RobertaProcessing, <mask> lstrip.
 		{"roberta-base", "roberta.json", nil},
+		// DeBERTa v1 (deberta-base): the same byte-level BPE with [CLS] and
+		// [SEP], as DebertaConverter makes of vocab.json and merges.txt.
+		{"deberta-v1", "roberta.json", debertaV1Edit},
 		{"roberta-legacy-merges", "roberta.json", func(m map[string]any) {
 			mg := obj(m, "model")["merges"].([]any)
 			for i, p := range mg {
@@ -142,6 +145,36 @@ func oracleVariants() []oracleVariant {
 			obj(m, "pre_tokenizer")["prepend_scheme"] = "never"
 		}},
 	}
+}
+
+// debertaV1Edit makes roberta.json DeBERTa v1's tokenizer.json: its
+// special tokens renamed as microsoft/deberta-base's vocab.json has them
+// and DebertaConverter's template, [CLS] A [SEP] B [SEP] with B's part of
+// type 1.
+func debertaV1Edit(m map[string]any) {
+	names := map[string]string{"<s>": "[CLS]", "</s>": "[SEP]", "<pad>": "[PAD]", "<unk>": "[UNK]", "<mask>": "[MASK]"}
+	vocab := obj(m, "model")["vocab"].(map[string]any)
+	for from, to := range names {
+		vocab[to] = vocab[from]
+		delete(vocab, from)
+	}
+	for _, a := range m["added_tokens"].([]any) {
+		tok := a.(map[string]any)
+		tok["content"] = names[tok["content"].(string)]
+	}
+	special := func(id string, typeID int) any {
+		return map[string]any{"SpecialToken": map[string]any{"id": id, "type_id": typeID}}
+	}
+	seq := func(id string, typeID int) any {
+		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typeID}}
+	}
+	m["post_processor"] = map[string]any{"type": "TemplateProcessing",
+		"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
+		"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
+		"special_tokens": map[string]any{
+			"[CLS]": map[string]any{"id": "[CLS]", "ids": []any{vocab["[CLS]"]}, "tokens": []any{"[CLS]"}},
+			"[SEP]": map[string]any{"id": "[SEP]", "ids": []any{vocab["[SEP]"]}, "tokens": []any{"[SEP]"}},
+		}}
 }
 
 // oracleDir is where oracle/ is, with its npm dependencies installed;

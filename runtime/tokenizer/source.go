@@ -14,6 +14,10 @@ const (
 	SourceTokenizerJSON = "tokenizer.json"
 	SourceVocab         = "vocab.txt"
 	SourceSentencePiece = "sentencepiece" // sentencepiece.bpe.model, spiece.model or spm.model
+	// SourceByteLevelBPE is vocab.json and merges.txt (RobertaTokenizer's
+	// and DebertaTokenizer's files); Data is the tokenizer.json
+	// transformers converts them to (byteLevelBPEJSON), built as any.
+	SourceByteLevelBPE = "vocab.json+merges.txt"
 )
 
 // Source is the one tokenizer file Load picks in a model directory, with
@@ -21,7 +25,7 @@ const (
 // generated package embeds so that FromSource rebuilds, in the package,
 // exactly the tokenizer `sqc run` uses.
 type Source struct {
-	Kind string // SourceTokenizerJSON, SourceVocab or SourceSentencePiece
+	Kind string // SourceTokenizerJSON, SourceVocab, SourceSentencePiece or SourceByteLevelBPE
 	// Name is the file's base name (sentencepiece.bpe.model selects the
 	// XLM-R fairseq id layout, spm.model DeBERTa's), for errors and that
 	// choice.
@@ -39,6 +43,7 @@ type Source struct {
 var sourceFiles = []struct{ name, kind string }{
 	{"tokenizer.json", SourceTokenizerJSON}, {"vocab.txt", SourceVocab},
 	{"sentencepiece.bpe.model", SourceSentencePiece}, {"spiece.model", SourceSentencePiece}, {"spm.model", SourceSentencePiece},
+	{"vocab.json", SourceByteLevelBPE},
 }
 
 // HasSource reports whether dir holds a tokenizer file ReadSource (and
@@ -70,9 +75,14 @@ func ReadSource(dir string) (*Source, error) {
 		if err := cfg.checkSentencePiece(c.kind, c.name); err != nil {
 			return nil, err
 		}
+		if c.kind == SourceByteLevelBPE {
+			if data, err = byteLevelBPEJSON(dir, data); err != nil {
+				return nil, err
+			}
+		}
 		return &Source{Kind: c.kind, Name: c.name, Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
 	}
-	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model, spiece.model or spm.model in the directory"))
+	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model, spiece.model, spm.model or vocab.json with merges.txt in the directory"))
 }
 
 // checkSentencePiece refuses the tokenizer_config.json settings that
@@ -93,9 +103,11 @@ func (cfg *tokenizerConfig) checkSentencePiece(kind, name string) error {
 }
 
 // ReadSourceFile reads the tokenizer file at path, which may have any
-// name (a --vocab flag's): tokenizer.json for a .json file, a SentencePiece
-// model for a .model file (named sentencepiece.bpe.model, it gets XLM-R's
-// fairseq id layout, as in a model directory), else a WordPiece vocab.txt;
+// name (a --vocab flag's): byte-level BPE for a file named vocab.json
+// (with the merges.txt beside it), tokenizer.json for any other .json
+// file, a SentencePiece model for a .model file (named
+// sentencepiece.bpe.model, it gets XLM-R's fairseq id layout, as in a
+// model directory), else a WordPiece vocab.txt;
 // with the settings of a tokenizer_config.json beside it, as ReadSource
 // applies them (none: the defaults, lowercasing a vocab.txt).
 func ReadSourceFile(path string) (*Source, error) {
@@ -113,6 +125,12 @@ func ReadSourceFile(path string) (*Source, error) {
 		kind = SourceTokenizerJSON
 	case ".model":
 		kind = SourceSentencePiece
+	}
+	if filepath.Base(path) == "vocab.json" {
+		kind = SourceByteLevelBPE
+		if data, err = byteLevelBPEJSON(filepath.Dir(path), data); err != nil {
+			return nil, err
+		}
 	}
 	if err := cfg.checkSentencePiece(kind, filepath.Base(path)); err != nil {
 		return nil, err
@@ -140,7 +158,7 @@ func fromSource(s *Source, dir string) (*Tokenizer, error) {
 	file, config := filepath.Join(dir, s.Name), filepath.Join(dir, "tokenizer_config.json")
 	var t *Tokenizer
 	switch s.Kind {
-	case SourceTokenizerJSON:
+	case SourceTokenizerJSON, SourceByteLevelBPE:
 		tj, truncated, err := parseTokenizerJSON(s.Data)
 		if err != nil {
 			return nil, inFile(file, err)

@@ -68,8 +68,9 @@ func readVocab(r io.Reader) ([]string, error) {
 // tokenizer.json when present, else vocab.txt with the settings of
 // tokenizer_config.json (do_lower_case, strip_accents,
 // tokenize_chinese_chars, the special tokens; do_lower_case defaults to
-// true, as in BertTokenizer), else a SentencePiece sentencepiece.bpe.model
-// or spiece.model (see FromSentencePieceFile). Either way
+// true, as in BertTokenizer), else a SentencePiece sentencepiece.bpe.model,
+// spiece.model or spm.model (see FromSentencePieceFile), else vocab.json
+// and merges.txt (byte-level BPE, RoBERTa's or DeBERTa v1's). Either way
 // model_max_length from tokenizer_config.json sets MaxLength when
 // tokenizer.json does not.
 func Load(dir string) (*Tokenizer, error) {
