@@ -55,6 +55,7 @@ func generate() (*ir.File, error) {
 	genProbsAVX512(g, tab)
 	genLinear(g)
 	genLinearAVX2(g)
+	genRelGather(g)
 
 	return avogen.Compile(g.Context)
 }
@@ -67,6 +68,7 @@ type gen struct {
 
 	consts   *constTable
 	colMasks operand.Mem // colMasks[i] (8 bytes each) = 1<<i - 1, i = 0..64
+	iota16   operand.Mem // 0, 1, ..., 15 as 4-byte integers (a zmm's lane numbers)
 }
 
 func newGen() *gen { return &gen{Gen: avogen.NewGen(build.NewContext())} }

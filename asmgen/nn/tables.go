@@ -119,4 +119,10 @@ func genTables(g *gen) {
 	for i := 0; i <= 64; i++ {
 		g.AddDatum(8*i, operand.U64(uint64(1)<<i-1)) // i = 64: wraps to all ones
 	}
+
+	g.iota16 = g.StaticGlobal("nnIota16")
+	g.DataAttributes(attr.RODATA | attr.NOPTR)
+	for i := range 16 {
+		g.AddDatum(4*i, operand.U32(uint32(i)))
+	}
 }

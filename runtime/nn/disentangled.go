@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sqc-dev/sqc/runtime/pool"
 )
@@ -90,13 +91,17 @@ func disentangledBias(kern *kernels, p *pool.Pool, scratch, out, q, posKey []flo
 	c.kern, c.scratch, c.out, c.q, c.posKey, c.c2p, c.k, c.posQuery, c.p2c, c.d = kern, scratch, out, q, posKey, c2pIndex, k, posQuery, p2cIndex, *d
 	c.offsets = offsets
 	c.per = disentangledPerWorker(d.Rows, d.HeadDim)
-	if k != nil {
-		// Read column by column below: transposed once per call, as int32
-		// (indices below Rows).
-		if cap(c.p2cT) < d.Seq*d.Seq {
-			c.p2cT = make([]int32, d.Seq*d.Seq)
+	// The tables as int32 (indices below Rows), the gathers' offsets; p2c
+	// transposed, as it is read column by column. Once per call.
+	ss := d.Seq * d.Seq
+	if q != nil {
+		c.c2p32 = slices.Grow(c.c2p32[:0], ss)[:ss]
+		for i, x := range c2pIndex[:ss] {
+			c.c2p32[i] = int32(x)
 		}
-		c.p2cT = c.p2cT[:d.Seq*d.Seq]
+	}
+	if k != nil {
+		c.p2cT = slices.Grow(c.p2cT[:0], ss)[:ss]
 		for j := range d.Seq {
 			for i, x := range p2cIndex[j*d.Seq:][:d.Seq] {
 				c.p2cT[i*d.Seq+j] = int32(x)
@@ -115,7 +120,7 @@ type disentangledCall struct {
 	scratch, out, q, posKey, k, posQuery []float32
 	c2p, p2c                             []int64
 	offsets                              []int   // a packed batch's (nil: padded)
-	p2cT                                 []int32 // p2c transposed, [Seq, Seq]; kept between calls
+	c2p32, p2cT                          []int32 // c2p as is and p2c transposed, [Seq, Seq]; kept between calls
 	c2pRows, p2cRows                     []int32 // each table row's least and greatest value, interleaved
 	d                                    DisentangledDims
 	per                                  int
@@ -151,21 +156,12 @@ func (c *disentangledCall) head(worker, t int) {
 	div := d.Divisor
 	if c.q != nil {
 		for i0 := 0; i0 < n; i0 += attnTaskRows {
-			lo, prod := c.products(sc, c.q[(row0+i0)*d.QStride+h*hd:], d.QStride, c.posKey[h*hd:], c.c2pRows, i0, min(attnTaskRows, n-i0))
-			for r := range min(attnTaskRows, n-i0) {
+			rows := min(attnTaskRows, n-i0)
+			span, prod := c.products(sc, c.q[(row0+i0)*d.QStride+h*hd:], d.QStride, c.posKey[h*hd:], c.c2pRows, i0, rows)
+			for r := range rows {
+				// Embedding row e of query i0+r at prod[r/16][(e-lo)*16 + r%16].
 				i := i0 + r
-				// Embedding row e of this query at p[base + e*16].
-				p, base := prod[r/attnRows], r%attnRows-lo*attnRows
-				dst, idx := o[i*s:][:n], c.c2p[i*s:][:n]
-				if div == 1 { // x / 1 is x
-					for j, x := range idx {
-						dst[j] = p[base+int(x)*attnRows]
-					}
-					continue
-				}
-				for j, x := range idx {
-					dst[j] = p[base+int(x)*attnRows] / div
-				}
+				c.kern.relGather(o[i*s:], s, prod[r/attnRows], c.c2p32[i*s:], s, 1, n, r%attnRows-int(span.lo)*attnRows, 0, span, div, false)
 			}
 		}
 	}
@@ -174,22 +170,48 @@ func (c *disentangledCall) head(worker, t int) {
 	}
 	for j0 := 0; j0 < n; j0 += attnTaskRows {
 		rows := min(attnTaskRows, n-j0)
-		lo, prod := c.products(sc, c.k[(row0+j0)*d.KStride+h*hd:], d.KStride, c.posQuery[h*hd:], c.p2cRows, j0, rows)
+		span, prod := c.products(sc, c.k[(row0+j0)*d.KStride+h*hd:], d.KStride, c.posQuery[h*hd:], c.p2cRows, j0, rows)
 		for blk := 0; blk*attnRows < rows; blk++ {
-			j1, p, base := j0+blk*attnRows, prod[blk], -lo*attnRows
-			for i := range n {
-				dst, idx := o[i*s+j1:][:min(attnRows, rows-blk*attnRows)], c.p2cT[i*s+j1:]
-				for r := range dst {
-					v := p[base+int(idx[r])*attnRows+r]
-					if div != 1 {
-						v /= div
-					}
-					if c.q != nil {
-						v += dst[r]
-					}
-					dst[r] = v
-				}
+			// Key j1+r's embedding row e at prod[blk][(e-lo)*16 + r]: lane r.
+			j1 := j0 + blk*attnRows
+			c.kern.relGather(o[j1:], s, prod[blk], c.p2cT[j1:], s, n, min(attnRows, rows-blk*attnRows), -int(span.lo)*attnRows, 1, span, div, c.q != nil)
+		}
+	}
+}
+
+// idxSpan is the least and greatest index a relative gather reads.
+type idxSpan struct{ lo, hi int32 }
+
+// Flags of relGatherAsm (asmgen/nn's constants of the same names).
+const (
+	relGatherDivide = 1 << iota // divide by div
+	relGatherAdd                // add the value already in dst
+)
+
+// relGatherGo is kernels.relGather: for r < rows and j < cols, with row r
+// of dst at dst[r*dstStride:] and of idx at idx[r*idxStride:],
+//
+//	v = src[base + idx[r, j]*16 + lane*j]
+//	v = v / div              unless div is 1 (x / 1 is x)
+//	v = v + dst[r, j]        if add
+//	dst[r, j] = v
+//
+// An index outside span panics: the assembly relies on the caller's span.
+func relGatherGo(dst []float32, dstStride int, src []float32, idx []int32, idxStride, rows, cols, base, lane int, span idxSpan, div float32, add bool) {
+	for r := range rows {
+		out, ix := dst[r*dstStride:][:cols], idx[r*idxStride:][:cols]
+		for j, x := range ix {
+			if x < span.lo || x > span.hi {
+				panic(fmt.Sprintf("nn: relative gather index %d outside %d..%d", x, span.lo, span.hi))
 			}
+			v := src[base+int(x)*attnRows+lane*j]
+			if div != 1 {
+				v /= div
+			}
+			if add {
+				v += out[j]
+			}
+			out[j] = v
 		}
 	}
 }
@@ -197,12 +219,13 @@ func (c *disentangledCall) head(worker, t int) {
 // products multiplies rows (1 to 32) rows of x (row stride stride, the
 // head's columns first) with the embedding rows they reach (emb, the
 // head's columns of row 0 first): it returns the least row reached, lo,
-// and the two blocks' products, block k's row r against embedding row e
-// at prod[k][(e-lo)*16 + r].
-func (c *disentangledCall) products(sc, x []float32, stride int, emb []float32, ranges []int32, r0, rows int) (lo int, prod [2][]float32) {
+// and greatest (span) and the two blocks' products, block k's row r
+// against embedding row e at prod[k][(e-lo)*16 + r].
+func (c *disentangledCall) products(sc, x []float32, stride int, emb []float32, ranges []int32, r0, rows int) (span idxSpan, prod [2][]float32) {
 	d := &c.d
 	hd, width := d.HeadDim, d.Heads*d.HeadDim
 	lo, hi := blockRange(ranges, r0, rows)
+	span = idxSpan{int32(lo), int32(hi)}
 	per := attnRows * (hd + d.Rows)
 	var xT [2][]float32
 	for k := range 2 {
@@ -211,11 +234,11 @@ func (c *disentangledCall) products(sc, x []float32, stride int, emb []float32, 
 	c.kern.attnTranspose(xT[0], x, stride, min(attnRows, rows), hd)
 	if rows <= attnRows {
 		c.kern.attnScores(prod[0], xT[0], emb[lo*width:], width, hi-lo+1, hd)
-		return lo, prod
+		return span, prod
 	}
 	c.kern.attnTranspose(xT[1], x[attnRows*stride:], stride, rows-attnRows, hd)
 	c.kern.attnScores2(prod[0], prod[1], xT[0], xT[1], emb[lo*width:], width, hi-lo+1, hd)
-	return lo, prod
+	return span, prod
 }
 
 // rowRanges sets dst (grown to 2·s) to each row's least and greatest

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,6 +256,94 @@ func BenchmarkDisentangledBias(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// TestRelGatherKernels: every kernel set's relGather gives relGatherGo's
+// bits on odd shapes (1 to 3 rows of 1 to 40 columns, across and past the
+// 16-lane steps, padded strides), both lane steps DisentangledBias uses
+// (0 for c2p, 1 for p2c), with and without the division and the add, on
+// edge values (signed zeros, infinities, NaN, subnormals) and indices at
+// both ends of their span; nothing is written outside the rows' columns
+// (guard values around and between them).
+func TestRelGatherKernels(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-40, -3e38}
+	const gap = 3 // padding between output rows
+	for _, k := range implementations(t) {
+		for _, rows := range []int{1, 3} {
+			for _, cols := range []int{1, 5, 15, 16, 17, 33, 40} {
+				for _, lane := range []int{0, 1} {
+					if lane == 1 && cols > attnRows {
+						continue // p2c gathers one 16-key block per call
+					}
+					for _, div := range []float32{1, 13.856406} {
+						for _, add := range []bool{false, true} {
+							what := fmt.Sprintf("%s relGather %dx%d lane %d div %g add %v", k.name, rows, cols, lane, div, add)
+							span := idxSpan{3, 3 + int32(cols)/2 + 2}
+							srcRows := int(span.hi) - int(span.lo) + 1
+							src := randSlice(uint64(rows*100+cols), srcRows*attnRows+attnRows, -5, 5)
+							for i, v := range specials {
+								src[(i*13)%len(src)] = v
+							}
+							idxStride := cols + 2
+							idx := make([]int32, (rows-1)*idxStride+cols)
+							for i := range idx {
+								idx[i] = span.lo + int32((i*7+i/3)%srcRows)
+							}
+							idx[0], idx[len(idx)-1] = span.hi, span.lo
+							base := 5 - int(span.lo)*attnRows // a row offset, as c2p's r%16
+							if lane == 1 {
+								base = -int(span.lo) * attnRows
+							}
+							stride := cols + gap
+							n := (rows-1)*stride + cols
+							start := randSlice(uint64(cols), n, -1, 1)
+							want := slices.Clone(start)
+							relGatherGo(want, stride, src, idx, idxStride, rows, cols, base, lane, span, div, add)
+							got, check := guarded(n)
+							copy(got, start)
+							for r := range rows - 1 {
+								for c := range gap {
+									got[r*stride+cols+c] = 777 // between rows: must stay
+									want[r*stride+cols+c] = 777
+								}
+							}
+							k.relGather(got, stride, src, idx, idxStride, rows, cols, base, lane, span, div, add)
+							check(t, what)
+							sameBits(t, what, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRelGatherRefusesOutOfSpan: an index outside the promised span
+// panics in the Go kernel, and indices the source cannot hold panic in
+// every kernel (the assembly's wrapper checks the span before reading).
+func TestRelGatherRefusesOutOfSpan(t *testing.T) {
+	src := make([]float32, 4*attnRows)
+	dst := make([]float32, 8)
+	mustPanic := func(what string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s: no panic", what)
+			}
+		}()
+		f()
+	}
+	mustPanic("go: index past the span", func() {
+		relGatherGo(dst, 8, src, []int32{0, 1, 2, 3, 2, 1, 0, 1}, 8, 1, 8, 0, 0, idxSpan{0, 2}, 1, false)
+	})
+	for _, k := range implementations(t) {
+		mustPanic(k.name+": span past the source", func() {
+			k.relGather(dst, 8, src, []int32{0, 1, 2, 4, 2, 1, 0, 1}, 8, 1, 8, 0, 0, idxSpan{0, 4}, 1, false)
+		})
+		mustPanic(k.name+": span before the source", func() {
+			k.relGather(dst, 8, src, []int32{1, 1, 1, 1, 1, 1, 1, 1}, 8, 1, 8, -2*attnRows, 0, idxSpan{1, 1}, 1, false)
 		})
 	}
 }

@@ -107,6 +107,10 @@ type kernels struct {
 
 	// rotary is Rotary on one token's row (see rotaryGo).
 	rotary func(dst, x, cos, sin []float32, heads, d int)
+
+	// relGather is DisentangledBias's gather of one term from a block's
+	// products (see relGatherGo).
+	relGather func(dst []float32, dstStride int, src []float32, idx []int32, idxStride, rows, cols, base, lane int, span idxSpan, div float32, add bool)
 }
 
 // goKernels returns the portable kernels.
@@ -135,6 +139,7 @@ func goKernels() *kernels {
 		geluTanh:        geluTanhGo,
 		silu:            siluGo,
 		rotary:          rotaryGo,
+		relGather:       relGatherGo,
 	}
 }
 

@@ -4,6 +4,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/sqc-dev/sqc/internal/lnstats"
@@ -64,6 +65,7 @@ func asmKernels() *kernels {
 		geluTanh:        geluTanhAVX512,
 		silu:            siluAVX512,
 		rotary:          rotaryAVX512,
+		relGather:       relGatherAVX512,
 	}
 }
 
@@ -409,4 +411,29 @@ func symScalesAVX512(m, scale, inv []float32) {
 	need("value scales", scale, 1, 0, n)
 	need("value inverse scales", inv, 1, 0, n)
 	symScalesAsm(&m[0], &scale[0], &inv[0], n)
+}
+
+// relGatherAVX512 is kernels.relGather on relGatherAsm. The assembly
+// reads src at offsets from the indices without checking them: the caller
+// promises every index lies in span (DisentangledBias checks its tables
+// before any call), and this checks that base and lane keep all of span
+// inside src and the offsets within int32.
+func relGatherAVX512(dst []float32, dstStride int, src []float32, idx []int32, idxStride, rows, cols, base, lane int, span idxSpan, div float32, add bool) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	need("relative gather output", dst, rows, dstStride, cols)
+	need("relative gather indices", idx, rows, idxStride, cols)
+	first, last := base+int(span.lo)*attnRows, base+int(span.hi)*attnRows+lane*(cols-1)
+	if span.lo > span.hi || lane < 0 || first < 0 || last >= len(src) || len(src) > math.MaxInt32 {
+		panic(fmt.Sprintf("nn: relative gather of indices %d..%d at base %d, lane %d, %d columns outside %d values", span.lo, span.hi, base, lane, cols, len(src)))
+	}
+	flags := 0
+	if div != 1 {
+		flags |= relGatherDivide
+	}
+	if add {
+		flags |= relGatherAdd
+	}
+	relGatherAsm(ptr(dst), dstStride, ptr(src), ptr(idx), idxStride, rows, cols, base, lane, div, flags)
 }

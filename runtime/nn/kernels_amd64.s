@@ -228,6 +228,24 @@ DATA nnColMasks<>+504(SB)/8, $0x7fffffffffffffff
 DATA nnColMasks<>+512(SB)/8, $0xffffffffffffffff
 GLOBL nnColMasks<>(SB), RODATA|NOPTR, $520
 
+DATA nnIota16<>+0(SB)/4, $0x00000000
+DATA nnIota16<>+4(SB)/4, $0x00000001
+DATA nnIota16<>+8(SB)/4, $0x00000002
+DATA nnIota16<>+12(SB)/4, $0x00000003
+DATA nnIota16<>+16(SB)/4, $0x00000004
+DATA nnIota16<>+20(SB)/4, $0x00000005
+DATA nnIota16<>+24(SB)/4, $0x00000006
+DATA nnIota16<>+28(SB)/4, $0x00000007
+DATA nnIota16<>+32(SB)/4, $0x00000008
+DATA nnIota16<>+36(SB)/4, $0x00000009
+DATA nnIota16<>+40(SB)/4, $0x0000000a
+DATA nnIota16<>+44(SB)/4, $0x0000000b
+DATA nnIota16<>+48(SB)/4, $0x0000000c
+DATA nnIota16<>+52(SB)/4, $0x0000000d
+DATA nnIota16<>+56(SB)/4, $0x0000000e
+DATA nnIota16<>+60(SB)/4, $0x0000000f
+GLOBL nnIota16<>(SB), RODATA|NOPTR, $64
+
 // func attnTransposeAsm(dst *float32, src *float32, stride int, rows int, cols int)
 // Requires: AVX, AVX512BW, AVX512F, CMOV
 TEXT ·attnTransposeAsm(SB), NOSPLIT, $0-40
@@ -10947,5 +10965,71 @@ lin_k_408:
 	JMP          lin2_narrow_405
 
 lin2_done_406:
+	VZEROUPPER
+	RET
+
+// func relGatherAsm(dst *float32, dstStride int, src *float32, idx *int32, idxStride int, rows int, cols int, base int, lane int, div float32, flags int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·relGatherAsm(SB), NOSPLIT, $0-88
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+16(FP), CX
+	MOVQ         idx+24(FP), DX
+	MOVQ         dstStride+8(FP), BX
+	MOVQ         idxStride+32(FP), SI
+	MOVQ         rows+40(FP), DI
+	MOVQ         cols+48(FP), R8
+	MOVQ         flags+80(FP), R9
+	SHLQ         $0x02, BX
+	SHLQ         $0x02, SI
+	VBROADCASTSS div+72(FP), Z3
+	MOVQ         base+56(FP), R10
+	VPBROADCASTD R10, Z0
+	MOVQ         lane+64(FP), R10
+	VPBROADCASTD R10, Z1
+	VMOVDQU32    nnIota16<>+0(SB), Z2
+	VPMULLD      Z2, Z1, Z1
+	SHLQ         $0x04, R10
+	VPBROADCASTD R10, Z2
+
+relgather_rows_409:
+	XORQ      R10, R10
+	VMOVDQA32 Z1, Z4
+
+relgather_cols_410:
+	MOVQ        R8, R11
+	SUBQ        R10, R11
+	MOVQ        $0x00000010, R12
+	CMPQ        R11, R12
+	CMOVQLT     R11, R12
+	LEAQ        nnColMasks<>+0(SB), R11
+	MOVQ        (R11)(R12*8), R11
+	KMOVQ       R11, K1
+	VMOVDQU32.Z (DX)(R10*4), K1, Z5
+	VPSLLD      $0x04, Z5, Z5
+	VPADDD      Z0, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	KMOVW       K1, K2
+	VPXORD      Z6, Z6, Z6
+	VGATHERDPS  (CX)(Z5*4), K2, Z6
+	TESTQ       $0x00000001, R9
+	JZ          relgather_nodiv_411
+	VDIVPS      Z3, Z6, Z6
+
+relgather_nodiv_411:
+	TESTQ     $0x00000002, R9
+	JZ        relgather_noadd_412
+	VMOVUPS.Z (AX)(R10*4), K1, Z5
+	VADDPS    Z5, Z6, Z6
+
+relgather_noadd_412:
+	VMOVUPS Z6, K1, (AX)(R10*4)
+	VPADDD  Z2, Z4, Z4
+	ADDQ    $0x10, R10
+	CMPQ    R10, R8
+	JL      relgather_cols_410
+	ADDQ    BX, AX
+	ADDQ    SI, DX
+	DECQ    DI
+	JNZ     relgather_rows_409
 	VZEROUPPER
 	RET

@@ -277,3 +277,8 @@ func linearRows4AVX2Asm(dst *float32, dstStride int, x *float32, xStride int, k 
 //
 //go:noescape
 func linearRows1AVX2Asm(dst *float32, dstStride int, x *float32, xStride int, k int, w *float32, wStride int, n int)
+
+// relGatherAsm is relGatherGo (rows, cols >= 1) with flags relGatherDivide (div != 1) and relGatherAdd (add); strides in elements.
+//
+//go:noescape
+func relGatherAsm(dst *float32, dstStride int, src *float32, idx *int32, idxStride int, rows int, cols int, base int, lane int, div float32, flags int)
