@@ -42,7 +42,7 @@ func genRelGather(g *gen) {
 	g.VPBROADCASTD(lane.As32(), laneV)
 	g.VMOVDQU32(g.iota16, counts)
 	g.VPMULLD(counts, laneV, laneV) // lane*j for j = 0..15
-	g.SHLQ(operand.U8(4), lane)   // the next 16 columns' lane*j: 16*lane more
+	g.SHLQ(operand.U8(4), lane)     // the next 16 columns' lane*j: 16*lane more
 	g.VPBROADCASTD(lane.As32(), stepV)
 
 	rowLoop, colLoop := g.NewLabel("relgather_rows"), g.NewLabel("relgather_cols")
