@@ -28,6 +28,7 @@ const (
 	ModelNomicBERT  = "nomic_bert" // nomic-ai/nomic-bert-2048's NomicBertModel (nomic-embed-text-v1, v1.5)
 	ModelDeBERTaV2  = "deberta-v2" // DeBERTa-v2 and v3
 	ModelDeBERTa    = "deberta"    // DeBERTa (v1)
+	ModelALBERT     = "albert"
 
 	ArchBertModel             = "BertModel"
 	ArchBertForSequence       = "BertForSequenceClassification"
@@ -53,6 +54,8 @@ const (
 	ArchDebertaV2ForSequence  = "DebertaV2ForSequenceClassification"
 	ArchDebertaModel          = "DebertaModel"
 	ArchDebertaForSequence    = "DebertaForSequenceClassification"
+	ArchAlbertModel           = "AlbertModel"
+	ArchAlbertForSequence     = "AlbertForSequenceClassification"
 
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
@@ -77,13 +80,15 @@ var architecturesByType = map[string][]string{
 	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
 	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence},
 	ModelDeBERTa:    {ArchDebertaModel, ArchDebertaForSequence},
+	ModelALBERT:     {ArchAlbertModel, ArchAlbertForSequence},
 }
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
 var sequenceClassifiers = []string{ArchBertForSequence, ArchDistilBertForSequence, ArchRobertaForSequence,
 	ArchXLMRobertaForSequence, ArchCamembertForSequence, ArchElectraForSequence, ArchMPNetForSequence, ArchModernBertForSequence,
-	ArchJinaBertForSequence, ArchGTEForSequence, ArchNomicBertForSequence, ArchDebertaV2ForSequence, ArchDebertaForSequence}
+	ArchJinaBertForSequence, ArchGTEForSequence, ArchNomicBertForSequence, ArchDebertaV2ForSequence, ArchDebertaForSequence,
+	ArchAlbertForSequence}
 
 // mpnetPaddingIdx is the padding_idx MPNetEmbeddings hard-codes for its
 // word and position tables and position ids.
@@ -124,7 +129,7 @@ const (
 // `sqc bench --config bert-base` can make one in code; Preset gives the
 // usual ones.
 type Config struct {
-	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT, ModelGTE, ModelNomicBERT, ModelDeBERTaV2 or ModelDeBERTa
+	ModelType    string // ModelBERT (JinaBERT too), ModelDistilBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelModernBERT, ModelGTE, ModelNomicBERT, ModelDeBERTaV2, ModelDeBERTa or ModelALBERT
 	Architecture string // e.g. ArchBertForSequence
 
 	VocabSize        int
@@ -136,10 +141,17 @@ type Config struct {
 	TypeVocabSize    int // bert and roberta: token type (segment) embeddings rows
 	// EmbeddingSize is ELECTRA's embedding_size, the width of its
 	// embedding tables and their LayerNorm, projected to HiddenSize
-	// (embeddings_project) where it differs, or DeBERTa's (its tables
+	// (embeddings_project) where it differs, ALBERT's (projected by
+	// embedding_hidden_mapping_in, always), or DeBERTa's (its tables
 	// projected by embed_proj before the LayerNorm); 0 (every other
 	// family): the hidden size. EmbeddingWidth gives the width either way.
 	EmbeddingSize int
+	// HiddenGroups and InnerGroupNum are ALBERT's num_hidden_groups and
+	// inner_group_num: NumLayers passes, pass i through the layers of
+	// group i·HiddenGroups/NumLayers (rounded down), InnerGroupNum layers
+	// each, whose weights every pass through the group shares (0 for
+	// other families).
+	HiddenGroups, InnerGroupNum int
 	// PadTokenID is pad_token_id, used by the RoBERTa family only (and
 	// MPNet, whose embeddings fix it at 1 whatever config.json says): it
 	// is the padding_idx their position ids are offset by (real tokens
@@ -229,9 +241,9 @@ func (c *Config) hasTypeTable() bool {
 }
 
 // HasTokenTypeIDs reports whether the model takes a token_type_ids input
-// (BERT and ELECTRA; the RoBERTa family and DistilBERT do not).
+// (BERT, ELECTRA and ALBERT; the RoBERTa family and DistilBERT do not).
 func (c *Config) HasTokenTypeIDs() bool {
-	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA || c.optionalTypes() && c.TypeVocabSize > 0
+	return c.ModelType == ModelBERT || c.ModelType == ModelELECTRA || c.ModelType == ModelALBERT || c.optionalTypes() && c.TypeVocabSize > 0
 }
 
 // optionalTypes reports whether the model has a token type table only
@@ -333,7 +345,9 @@ type rawConfig struct {
 	PadTokenID       *int           `json:"pad_token_id"`
 	PositionEmbType  *string        `json:"position_embedding_type"`
 	IsDecoder        bool           `json:"is_decoder"`
-	EmbeddingSize    *int           `json:"embedding_size"`                 // ElectraConfig
+	EmbeddingSize    *int           `json:"embedding_size"`                 // ElectraConfig, AlbertConfig
+	NumHiddenGroups  *int           `json:"num_hidden_groups"`              // AlbertConfig
+	InnerGroupNum    *int           `json:"inner_group_num"`                // AlbertConfig
 	RelativeBuckets  *int           `json:"relative_attention_num_buckets"` // MPNetConfig
 	FeedForwardType  *string        `json:"feed_forward_type"`              // JinaBertConfig
 	AutoMap          map[string]any `json:"auto_map"`                       // trust_remote_code classes
@@ -418,7 +432,7 @@ func ParseConfig(data []byte, path string) (Config, error) {
 	cfg.VocabSize = intOr(raw.VocabSize, 30522)
 	cfg.MaxPositions = intOr(raw.MaxPositions, 512)
 	switch cfg.ModelType {
-	case ModelBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet:
+	case ModelBERT, ModelRoBERTa, ModelXLMRoBERTa, ModelCamemBERT, ModelELECTRA, ModelMPNet, ModelALBERT:
 		cfg.HiddenSize = intOr(raw.HiddenSize, 768)
 		cfg.NumLayers = intOr(raw.NumHiddenLayers, 12)
 		cfg.NumHeads = intOr(raw.NumAttnHeads, 12)
@@ -432,6 +446,20 @@ func ParseConfig(data []byte, path string) (Config, error) {
 			cfg.EmbeddingSize = intOr(raw.EmbeddingSize, 128)
 		}
 		cfg.HiddenAct = strOr(raw.HiddenAct, ActGELU)
+		if cfg.ModelType == ModelALBERT {
+			// AlbertConfig's class defaults (albert-xxlarge's shape);
+			// published checkpoints set them all.
+			cfg.HiddenSize = intOr(raw.HiddenSize, 4096)
+			cfg.NumHeads = intOr(raw.NumAttnHeads, 64)
+			cfg.IntermediateSize = intOr(raw.IntermediateSize, 16384)
+			cfg.EmbeddingSize = intOr(raw.EmbeddingSize, 128)
+			cfg.HiddenAct = strOr(raw.HiddenAct, ActGELUNew)
+			cfg.HiddenGroups = intOr(raw.NumHiddenGroups, 1)
+			cfg.InnerGroupNum = intOr(raw.InnerGroupNum, 1)
+			if raw.VocabSize == nil {
+				cfg.VocabSize = 30000
+			}
+		}
 		cfg.TypeVocabSize = intOr(raw.TypeVocabSize, 2)
 		cfg.LayerNormEps = 1e-12
 		if raw.LayerNormEps != nil {
@@ -633,10 +661,18 @@ func (c *Config) Validate() error {
 		// and divides by it.
 		sizes = append(sizes, bounded{"relative_attention_num_buckets", c.RelativeBuckets, 4, maxDim})
 	}
-	if c.ModelType == ModelELECTRA || c.IsDeBERTa() && c.EmbeddingSize != 0 {
+	if c.ModelType == ModelELECTRA || c.ModelType == ModelALBERT || c.IsDeBERTa() && c.EmbeddingSize != 0 {
 		sizes = append(sizes, bounded{"embedding_size", c.EmbeddingSize, 1, maxDim})
 	} else if c.EmbeddingSize != 0 {
 		return fail("embedding_size", "%d given for model_type %q, which has no embeddings projection", c.EmbeddingSize, c.ModelType)
+	}
+	if c.ModelType == ModelALBERT {
+		// Every group is some pass's (transformers builds them all), and
+		// the passes times the layers per group stay a sane depth.
+		sizes = append(sizes, bounded{"num_hidden_groups", c.HiddenGroups, 1, c.NumLayers},
+			bounded{"inner_group_num", c.InnerGroupNum, 1, maxLayers / max(c.NumLayers, 1)})
+	} else if c.HiddenGroups != 0 || c.InnerGroupNum != 0 {
+		return fail("num_hidden_groups", "layer groups given for model_type %q, which shares no layers", c.ModelType)
 	}
 	if c.OffsetsPositions() {
 		// Position ids run from padding_idx (for pad tokens) up to
@@ -767,11 +803,15 @@ func (c *Config) parameterCount() int64 {
 		return n + h*h + h + int64(len(c.Labels))*(h+1)
 	}
 	n := (int64(c.VocabSize) + int64(c.MaxPositions) + int64(c.TypeVocabSize) + 2) * e
-	if e != h {
-		n += e*h + h // ELECTRA's embeddings_project
+	if e != h || c.ModelType == ModelALBERT {
+		n += e*h + h // ELECTRA's embeddings_project, ALBERT's embedding_hidden_mapping_in
 	}
 	layer := 4*(h*h+h) + 2*h*i + i + h + 4*h
-	n += int64(c.NumLayers) * layer
+	if c.ModelType == ModelALBERT {
+		n += int64(c.HiddenGroups*c.InnerGroupNum) * layer // the shared layers, stored once
+	} else {
+		n += int64(c.NumLayers) * layer
+	}
 	n += int64(c.RelativeBuckets) * int64(c.NumHeads) // MPNet's relative position bias
 	// Pooler or classification-head dense layer, and the output layer.
 	return n + h*h + h + int64(len(c.Labels))*(h+1)

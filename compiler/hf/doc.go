@@ -21,9 +21,13 @@
 // the two differ; no pooler; a dense + GELU + out_proj head on the first
 // token) and mpnet (MPNetModel, MPNetForSequenceClassification: RoBERTa's
 // position ids and head, no token types, and a relative position bias
-// from 32 buckets added to every layer's scores before the mask), with
+// from 32 buckets added to every layer's scores before the mask) and
+// albert (AlbertModel, AlbertForSequenceClassification: BERT's layer run
+// num_hidden_layers times through shared layer groups, behind embeddings
+// of embedding_size always projected to the hidden size; BERT's pooler),
+// with
 // parameters stored with or without the
-// "bert."/"distilbert."/"roberta."/"electra."/"mpnet." prefix, as
+// "bert."/"distilbert."/"roberta."/"electra."/"mpnet."/"albert." prefix, as
 // F32, F16, BF16 or F64 (the last three are converted to float32). The
 // RoBERTa family has no token_type_ids input (its one token type is row 0)
 // and computes position ids from input_ids as `transformers` does:

@@ -102,8 +102,11 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 	g := compiler.NewGraph(cfg.Architecture)
 	g.Opset = opset
-	if cfg.ModelType == ModelDeBERTa {
+	switch cfg.ModelType {
+	case ModelDeBERTa:
 		weights = debertaV1Weights{weights, cfg.NumHeads, cfg.HiddenSize}
+	case ModelALBERT:
+		weights = albertWeights{weights, cfg.NumLayers, cfg.HiddenGroups, cfg.InnerGroupNum}
 	}
 	b := &builder{Builder: blocks.Builder{G: g}, cfg: cfg, weights: weights, file: SourceFile(weights)}
 
@@ -119,11 +122,11 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	if cfg.IsClassifier() {
 		prefix = cfg.ParamPrefix()
 	}
-	// BertModel always has a pooler; RobertaModel, MPNetModel and
+	// BertModel and AlbertModel always have a pooler; RobertaModel, MPNetModel and
 	// JinaBertModel only if the checkpoint holds one (see hasWeight;
 	// JinaBertForMaskedLM's holds none); ElectraModel and
 	// DistilBertModel none.
-	pooled := cfg.ModelType == ModelBERT && !cfg.IsJina() ||
+	pooled := cfg.ModelType == ModelBERT && !cfg.IsJina() || cfg.ModelType == ModelALBERT ||
 		(cfg.IsRoBERTa() || cfg.ModelType == ModelMPNet || cfg.IsJina()) && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
 
 	h := compiler.Dim{Size: int64(cfg.HiddenSize)}
@@ -162,6 +165,8 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 		buildNomicBERT(b, prefix)
 	case ModelDeBERTaV2, ModelDeBERTa:
 		buildDeBERTa(b, prefix)
+	case ModelALBERT:
+		buildALBERT(b, prefix)
 	}
 	if b.err != nil {
 		return nil, b.err

@@ -21,6 +21,7 @@ func TestParameterCountMatchesPyTorch(t *testing.T) {
 		testmodels.TinyMPNetCls: 50_482, testmodels.TinyMPNetBase: 84_544,
 		testmodels.TinyModernBertCls: 153_090, testmodels.TinyModernBertBase: 39_584,
 		testmodels.TinyDeBERTaV1Base: 29_824, testmodels.TinyDeBERTaV1Cls: 25_251,
+		testmodels.TinyAlbertCls: 41_858, testmodels.TinyAlbertBase: 85_792,
 	} {
 		cfg, err := LoadConfig(filepath.Join(testmodels.TinyDir(t, name), ConfigFile))
 		if err != nil {

@@ -68,6 +68,14 @@ var presets = map[string]Config{
 		MaxPositions: 8192, TypeVocabSize: 2, HiddenAct: ActSILU, LayerNormEps: 1e-12,
 		Nomic: NomicConfig{ActivationFunction: nomicSwiGLU, RotaryBase: 1000},
 	},
+	// albert-base-v2 (textattack's and the other ALBERT classifiers):
+	// 128-wide embeddings projected to 768, twelve passes through one
+	// shared layer.
+	"albert-base": {
+		ModelType: ModelALBERT, Architecture: ArchAlbertForSequence,
+		VocabSize: 30000, EmbeddingSize: 128, HiddenSize: 768, NumLayers: 12, NumHeads: 12, IntermediateSize: 3072,
+		MaxPositions: 512, TypeVocabSize: 2, HiddenAct: ActGELUNew, LayerNormEps: 1e-12, HiddenGroups: 1, InnerGroupNum: 1,
+	},
 	// microsoft/deberta-v3-base and the classifiers and rerankers tuned
 	// from it (mxbai-rerank-base-v1, the NLI cross-encoders): 128k
 	// SentencePiece vocabulary, no token types or absolute positions,

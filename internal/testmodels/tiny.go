@@ -37,6 +37,13 @@ const (
 	TinyMPNetBase = "mpnet-base-gelu"
 	// MPNetForSequenceClassification, gelu_new.
 	TinyMPNetCls = "mpnet-cls-gelunew"
+	// AlbertForSequenceClassification, gelu_new, 16-wide embeddings
+	// projected to 64, three passes through one shared layer (as
+	// albert-base-v2), opset 17.
+	TinyAlbertCls = "albert-cls-gelunew"
+	// AlbertModel (with pooler), gelu, three passes through two groups of
+	// two layers (groups 0, 0, 1), opset 14.
+	TinyAlbertBase = "albert-base-groups"
 )
 
 // Tiny ModernBERT models (gen/make_modernbert.py): pre-norm layers
@@ -156,7 +163,8 @@ var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
-	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls, TinyNomicBase, TinyNomicCls, TinyNomicGelu}
+	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls, TinyNomicBase, TinyNomicCls, TinyNomicGelu,
+	TinyAlbertCls, TinyAlbertBase}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

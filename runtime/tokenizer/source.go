@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -75,6 +76,9 @@ func ReadSource(dir string) (*Source, error) {
 		if err := cfg.checkSentencePiece(c.kind, c.name); err != nil {
 			return nil, err
 		}
+		if err := checkNotAlbert(dir, c.kind, c.name); err != nil {
+			return nil, err
+		}
 		if c.kind == SourceByteLevelBPE {
 			if data, err = byteLevelBPEJSON(dir, data); err != nil {
 				return nil, err
@@ -98,6 +102,32 @@ func (cfg *tokenizerConfig) checkSentencePiece(kind, name string) error {
 		return badInput(cfg.path, "do_lower_case", fmt.Errorf("%w: true for %s: DebertaV2Tokenizer's lowercasing is not supported (its default, false, is)", ErrUnsupported, name))
 	case cfg.splitByPunct:
 		return badInput(cfg.path, "split_by_punct", fmt.Errorf("%w: true for %s: splitting on punctuation before SentencePiece is not supported", ErrUnsupported, name))
+	}
+	return nil
+}
+
+// checkNotAlbert refuses an ALBERT checkpoint's spiece.model (dir's
+// tokenizer_config.json says AlbertTokenizer, or its config.json
+// model_type albert): AlbertTokenizer lowercases, strips accents and
+// writes [CLS] A [SEP], which the SentencePiece layouts read here do not,
+// so its ids would be wrong. The tokenizer.json transformers saves beside
+// it is read instead, and Load prefers it where both are present.
+func checkNotAlbert(dir, kind, name string) error {
+	if kind != SourceSentencePiece || spLayoutOf(name) != spLayoutT5 {
+		return nil
+	}
+	for _, f := range []struct{ file, key, prefix string }{
+		{"tokenizer_config.json", "tokenizer_class", "AlbertTokenizer"}, {"config.json", "model_type", "albert"},
+	} {
+		path := filepath.Join(dir, f.file)
+		obj, err := readJSONObject(path)
+		if err != nil {
+			return err
+		}
+		var v string
+		if raw := obj[f.key]; raw != nil && json.Unmarshal(raw, &v) == nil && strings.HasPrefix(v, f.prefix) {
+			return badInput(path, f.key, fmt.Errorf("%w: %q: ALBERT's %s alone is not read (AlbertTokenizer lowercases, strips accents and adds [CLS] and [SEP]); give the tokenizer.json transformers saves with it", ErrUnsupported, v, name))
+		}
 	}
 	return nil
 }
@@ -133,6 +163,9 @@ func ReadSourceFile(path string) (*Source, error) {
 		}
 	}
 	if err := cfg.checkSentencePiece(kind, filepath.Base(path)); err != nil {
+		return nil, err
+	}
+	if err := checkNotAlbert(filepath.Dir(path), kind, filepath.Base(path)); err != nil {
 		return nil, err
 	}
 	return &Source{Kind: kind, Name: filepath.Base(path), Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil

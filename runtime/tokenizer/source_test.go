@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,5 +114,49 @@ func TestLoadFileAnyName(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope.txt")
 	if _, err := LoadFile(missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("LoadFile of a missing file: %v, want an error naming it", err)
+	}
+}
+
+// TestAlbertSpieceRefused: an ALBERT checkpoint's spiece.model alone is
+// refused, naming the file and key that say ALBERT (its tokenizer
+// lowercases and adds [CLS]/[SEP], which the spiece.model layout does
+// not), by Load and by LoadFile; with the tokenizer.json transformers
+// saves beside it, Load reads that; another model's spiece.model loads.
+func TestAlbertSpieceRefused(t *testing.T) {
+	spiece, err := os.ReadFile(filepath.Join("testdata", "oracle", "spiece.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, content, key string }{
+		{"config.json", `{"model_type": "albert"}`, "model_type"},
+		{"tokenizer_config.json", `{"tokenizer_class": "AlbertTokenizerFast", "do_lower_case": true}`, "tokenizer_class"},
+	} {
+		dir := t.TempDir()
+		writeTemp(t, dir, "spiece.model", spiece)
+		writeTemp(t, dir, c.file, []byte(c.content))
+		for what, load := range map[string]func() error{
+			"Load":     func() error { _, err := Load(dir); return err },
+			"LoadFile": func() error { _, err := LoadFile(filepath.Join(dir, "spiece.model")); return err },
+		} {
+			err := load()
+			var ie *InputError
+			if !errors.Is(err, ErrUnsupported) || !errors.As(err, &ie) || ie.File != filepath.Join(dir, c.file) || ie.Object != c.key {
+				t.Errorf("%s with %s: %v, want unsupported naming %s's %s", what, c.file, err, c.file, c.key)
+			}
+		}
+		roberta, err := os.ReadFile(filepath.Join("testdata", "oracle", "roberta.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTemp(t, dir, "tokenizer.json", roberta)
+		if _, err := Load(dir); err != nil {
+			t.Errorf("with tokenizer.json beside it: %v", err)
+		}
+	}
+	dir := t.TempDir()
+	writeTemp(t, dir, "spiece.model", spiece)
+	writeTemp(t, dir, "config.json", []byte(`{"model_type": "t5"}`))
+	if _, err := Load(dir); err != nil {
+		t.Errorf("another model's spiece.model: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ reference outputs from PyTorch.
 
 transformers is not installed (nor reachable), so the modules below are
 written by hand after modeling_bert.py, modeling_distilbert.py and
-modeling_roberta.py, modeling_electra.py and modeling_mpnet.py (eager
+modeling_roberta.py, modeling_electra.py, modeling_mpnet.py and modeling_albert.py (eager
 attention, eval mode;
 CamemBERT's modeling file is RoBERTa's renamed): the same parameter names,
 the same order of operations, the same buffers (position_ids,
@@ -193,7 +193,8 @@ def extended_attention_mask(attention_mask, dtype=torch.float32):
 
 
 class BertEmbeddings(nn.Module):
-    """BertEmbeddings; ElectraEmbeddings too, whose width is embedding_size."""
+    """BertEmbeddings; ElectraEmbeddings and AlbertEmbeddings too, whose
+    width is embedding_size."""
 
     def __init__(self, c):
         super().__init__()
@@ -282,6 +283,105 @@ class ElectraForSequenceClassification(nn.Module):
 
     def forward(self, input_ids, attention_mask, token_type_ids):
         return self.classifier(self.electra(input_ids, attention_mask, token_type_ids))
+
+
+class AlbertAttention(nn.Module):
+    """modeling_albert.AlbertAttention (eager): BERT's self-attention, its
+    output dense and LayerNorm in one module."""
+
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.heads, self.d = c["num_attention_heads"], h // c["num_attention_heads"]
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.attention_dropout = nn.Dropout(c["attention_probs_dropout_prob"])
+        self.output_dropout = nn.Dropout(c["hidden_dropout_prob"])
+        self.dense = nn.Linear(h, h)
+        self.LayerNorm = nn.LayerNorm(h, eps=c["layer_norm_eps"])
+
+    def transpose_for_scores(self, x):
+        return x.view(x.size()[:-1] + (self.heads, self.d)).permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, attention_mask):
+        q = self.transpose_for_scores(self.query(hidden_states))
+        k = self.transpose_for_scores(self.key(hidden_states))
+        v = self.transpose_for_scores(self.value(hidden_states))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d) + attention_mask
+        probs = self.attention_dropout(nn.functional.softmax(scores, dim=-1))
+        ctx = torch.matmul(probs, v).transpose(2, 1).flatten(2)
+        return self.LayerNorm(hidden_states + self.output_dropout(self.dense(ctx)))
+
+
+class AlbertLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.full_layer_layer_norm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.attention = AlbertAttention(c)
+        self.ffn = nn.Linear(c["hidden_size"], c["intermediate_size"])
+        self.ffn_output = nn.Linear(c["intermediate_size"], c["hidden_size"])
+        self.activation = ACT2FN[c["hidden_act"]]()
+
+    def forward(self, hidden_states, attention_mask):
+        a = self.attention(hidden_states, attention_mask)
+        return self.full_layer_layer_norm(self.ffn_output(self.activation(self.ffn(a))) + a)
+
+
+class AlbertLayerGroup(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.albert_layers = nn.ModuleList([AlbertLayer(c) for _ in range(c["inner_group_num"])])
+
+    def forward(self, hidden_states, attention_mask):
+        for layer in self.albert_layers:
+            hidden_states = layer(hidden_states, attention_mask)
+        return hidden_states
+
+
+class AlbertTransformer(nn.Module):
+    """The embeddings projected to hidden_size (always), then
+    num_hidden_layers passes, pass i through layer group
+    int(i / (num_hidden_layers / num_hidden_groups)): the groups' weights
+    are shared across passes."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embedding_hidden_mapping_in = nn.Linear(c["embedding_size"], c["hidden_size"])
+        self.albert_layer_groups = nn.ModuleList([AlbertLayerGroup(c) for _ in range(c["num_hidden_groups"])])
+
+    def forward(self, hidden_states, attention_mask):
+        hidden_states = self.embedding_hidden_mapping_in(hidden_states)
+        n, groups = self.c["num_hidden_layers"], self.c["num_hidden_groups"]
+        for i in range(n):
+            hidden_states = self.albert_layer_groups[int(i / (n / groups))](hidden_states, attention_mask)
+        return hidden_states
+
+
+class AlbertModel(nn.Module):
+    """BERT's embeddings at embedding_size, the shared-layer transformer,
+    the pooler (dense + tanh on the first token)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.embeddings = BertEmbeddings(c)  # at embedding_size
+        self.encoder = AlbertTransformer(c)
+        self.pooler = nn.Linear(c["hidden_size"], c["hidden_size"])
+        self.pooler_activation = nn.Tanh()
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        x = self.encoder(self.embeddings(input_ids, token_type_ids), extended_attention_mask(attention_mask))
+        return x, self.pooler_activation(self.pooler(x[:, 0]))
+
+
+class AlbertForSequenceClassification(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.albert = AlbertModel(c)
+        self.dropout = nn.Dropout(c["classifier_dropout_prob"])
+        self.classifier = nn.Linear(c["hidden_size"], len(c["id2label"]))
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        return self.classifier(self.dropout(self.albert(input_ids, attention_mask, token_type_ids)[1]))
 
 
 def create_position_ids_from_input_ids(input_ids, padding_idx, past_key_values_length=0):
@@ -654,6 +754,17 @@ def electra_config(arch, vocab, embedding, hidden, layers, heads, inter, act, ma
     return c
 
 
+def albert_config(arch, vocab, embedding, hidden, layers, heads, inter, act, max_pos, groups=1, inner=1, num_labels=2):
+    c = bert_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_labels, "albert")
+    # As albert-base-v2 publishes it (AlbertConfig's keys; no pooler or
+    # type-table switches, classifier_dropout_prob for the head).
+    for k in ("use_cache", "classifier_dropout"):
+        del c[k]
+    c.update({"embedding_size": embedding, "num_hidden_groups": groups, "inner_group_num": inner, "bos_token_id": 2,
+              "eos_token_id": 3, "classifier_dropout_prob": 0.1, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0})
+    return c
+
+
 def mpnet_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_labels=2):
     c = bert_config(arch, vocab, hidden, layers, heads, inter, act, max_pos, num_labels, "mpnet")
     # As sentence-transformers/all-mpnet-base-v2 publishes it.
@@ -706,6 +817,8 @@ CLASSES = {
     "ElectraForSequenceClassification": ElectraForSequenceClassification,
     "MPNetModel": MPNetModel,
     "MPNetForSequenceClassification": MPNetForSequenceClassification,
+    "AlbertModel": AlbertModel,
+    "AlbertForSequenceClassification": AlbertForSequenceClassification,
 }
 
 # The committed tiny models: every family, base and classifier
@@ -731,6 +844,12 @@ TINY = [
     # layer's scores before the mask.
     ("mpnet-base-gelu", mpnet_config("MPNetModel", 140, 64, 2, 4, 128, "gelu", 64), 14),
     ("mpnet-cls-gelunew", mpnet_config("MPNetForSequenceClassification", 140, 48, 2, 4, 96, "gelu_new", 64), 17),
+    # ALBERT (appended: each model's seed is its index): embeddings
+    # narrower than the encoder, always projected; every pass through one
+    # shared layer (albert-base-v2's form), or three passes through two
+    # groups of two layers each (groups 0, 0, 1).
+    ("albert-cls-gelunew", albert_config("AlbertForSequenceClassification", 120, 16, 64, 3, 4, 128, "gelu_new", 64), 17),
+    ("albert-base-groups", albert_config("AlbertModel", 120, 32, 48, 3, 4, 96, "gelu", 64, groups=2, inner=2), 14),
 ]
 
 
@@ -791,7 +910,7 @@ def family(c):
 
 
 def input_names(c):
-    if family(c) in ("bert", "electra"):
+    if family(c) in ("bert", "electra", "albert"):
         return ["input_ids", "attention_mask", "token_type_ids"]
     return ["input_ids", "attention_mask"]
 
@@ -824,7 +943,7 @@ def make_batch(c, seed, lengths):
         if i > 0 and not roberta:
             types[i, n // 2:n] = 1
     batch = {"input_ids": ids, "attention_mask": mask}
-    if family(c) in ("bert", "electra"):
+    if family(c) in ("bert", "electra", "albert"):
         batch["token_type_ids"] = types
     return batch
 
