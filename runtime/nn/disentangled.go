@@ -182,12 +182,6 @@ func (c *disentangledCall) head(worker, t int) {
 // idxSpan is the least and greatest index a relative gather reads.
 type idxSpan struct{ lo, hi int32 }
 
-// Flags of relGatherAsm (asmgen/nn's constants of the same names).
-const (
-	relGatherDivide = 1 << iota // divide by div
-	relGatherAdd                // add the value already in dst
-)
-
 // relGatherGo is kernels.relGather: for r < rows and j < cols, with row r
 // of dst at dst[r*dstStride:] and of idx at idx[r*idxStride:],
 //

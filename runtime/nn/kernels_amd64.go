@@ -413,6 +413,12 @@ func symScalesAVX512(m, scale, inv []float32) {
 	symScalesAsm(&m[0], &scale[0], &inv[0], n)
 }
 
+// Flags of relGatherAsm (asmgen/nn's constants of the same names).
+const (
+	relGatherDivide = 1 << iota // divide by div
+	relGatherAdd                // add the value already in dst
+)
+
 // relGatherAVX512 is kernels.relGather on relGatherAsm. The assembly
 // reads src at offsets from the indices without checking them: the caller
 // promises every index lies in span (DisentangledBias checks its tables
