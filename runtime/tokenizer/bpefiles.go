@@ -123,7 +123,7 @@ func byteLevelBPEJSON(dir string, vocabData []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	added, roles, err := bpeAddedTokens(form, vocab, byID, extra, config, specialMap, configPath, mapPath)
+	added, roles, err := specialAddedTokens(bpeRoleDefaults[form], vocab, byID, extra, config, specialMap, configPath, mapPath)
 	if err != nil {
 		return nil, err
 	}
@@ -281,15 +281,15 @@ func readAddedTokensJSON(path string) (map[string]int, error) {
 	return m, nil
 }
 
-// bpeAddedTokens lists the added tokens the fast tokenizer gets, by id:
+// specialAddedTokens lists the added tokens the fast tokenizer gets, by id:
 // tokenizer_config.json's added_tokens_decoder (transformers >= 4.34
 // writes every added token there, with its options), then the special
 // tokens (special_tokens_map.json's over tokenizer_config.json's over the
-// class defaults) and additional_special_tokens, then added_tokens.json's
+// class's defaults, in bpeRoles' order) and additional_special_tokens, then added_tokens.json's
 // tokens. A token's id is vocab.json's, else added_tokens.json's, else
 // added_tokens_decoder's; a token with none, or with two different ones,
 // is an error. roles maps each set special-token role to its token.
-func bpeAddedTokens(form bpeForm, vocab map[string]int, byID map[int]string, extra map[string]int,
+func specialAddedTokens(defaults []string, vocab map[string]int, byID map[int]string, extra map[string]int,
 	config, specialMap map[string]json.RawMessage, configPath, mapPath string) (added []*addedTokenJSON, roles map[string]*addedTokenJSON, err error) {
 	roles = map[string]*addedTokenJSON{}
 	index := map[string]*addedTokenJSON{}
@@ -352,7 +352,7 @@ func bpeAddedTokens(form bpeForm, vocab map[string]int, byID map[int]string, ext
 			file, raw, given = mapPath, r, true
 		}
 		if !given {
-			raw, _ = json.Marshal(bpeRoleDefaults[form][i])
+			raw, _ = json.Marshal(defaults[i])
 		}
 		if isNull(raw) {
 			continue // the role is unset

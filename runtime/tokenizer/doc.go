@@ -11,7 +11,8 @@
 //     them, matched against the SentencePiece library;
 //   - vocab.json and merges.txt: GPT-2's byte-level BPE as RobertaTokenizer
 //     and DebertaTokenizer (DeBERTa v1) save it, converted to the
-//     tokenizer.json transformers' convert_slow_tokenizer makes of it.
+//     tokenizer.json transformers' convert_slow_tokenizer makes of it, as
+//     is an ALBERT checkpoint's spiece.model (AlbertConverter's pipeline).
 //
 // Load picks them in that order of preference from a model directory.
 //

@@ -140,7 +140,9 @@ func parseSentencePiece(data []byte) (*spModel, error) {
 // [CLS] A [SEP] B [SEP], type id 1 from B on, as DebertaV2Tokenizer with
 // its default do_lower_case false), any other name (spiece.model) with the
 // model's own ids and T5's A </s> and A </s> B </s> (ALBERT-style models,
-// with [CLS] and [SEP] pieces, are refused). Text runs through the model's
+// with [CLS] and [SEP] pieces, are refused here; Load and LoadFile read
+// an ALBERT checkpoint's spiece.model as AlbertConverter converts it, see
+// albertSentencePieceJSON). Text runs through the model's
 // normaliser (its precompiled charsmap, longest match first, whitespace
 // handling and dummy prefix) and the unigram Viterbi search, as the
 // SentencePiece library does; pairs are truncated as transformers does

@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +18,10 @@ const (
 	// and DebertaTokenizer's files); Data is the tokenizer.json
 	// transformers converts them to (byteLevelBPEJSON), built as any.
 	SourceByteLevelBPE = "vocab.json+merges.txt"
+	// SourceAlbertSentencePiece is an ALBERT checkpoint's spiece.model;
+	// Data is the tokenizer.json transformers' AlbertConverter makes of
+	// it (albertSentencePieceJSON).
+	SourceAlbertSentencePiece = "spiece.model (AlbertTokenizer)"
 )
 
 // Source is the one tokenizer file Load picks in a model directory, with
@@ -26,7 +29,7 @@ const (
 // generated package embeds so that FromSource rebuilds, in the package,
 // exactly the tokenizer `sqc run` uses.
 type Source struct {
-	Kind string // SourceTokenizerJSON, SourceVocab, SourceSentencePiece or SourceByteLevelBPE
+	Kind string // SourceTokenizerJSON, SourceVocab, SourceSentencePiece, SourceByteLevelBPE or SourceAlbertSentencePiece
 	// Name is the file's base name (sentencepiece.bpe.model selects the
 	// XLM-R fairseq id layout, spm.model DeBERTa's), for errors and that
 	// choice.
@@ -76,15 +79,16 @@ func ReadSource(dir string) (*Source, error) {
 		if err := cfg.checkSentencePiece(c.kind, c.name); err != nil {
 			return nil, err
 		}
-		if err := checkNotAlbert(dir, c.kind, c.name); err != nil {
+		kind, data, err := albertSource(dir, c.kind, c.name, data)
+		if err != nil {
 			return nil, err
 		}
-		if c.kind == SourceByteLevelBPE {
+		if kind == SourceByteLevelBPE {
 			if data, err = byteLevelBPEJSON(dir, data); err != nil {
 				return nil, err
 			}
 		}
-		return &Source{Kind: c.kind, Name: c.name, Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
+		return &Source{Kind: kind, Name: c.name, Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
 	}
 	return nil, badInput(dir, "", errors.New("no tokenizer.json, vocab.txt, sentencepiece.bpe.model, spiece.model, spm.model or vocab.json with merges.txt in the directory"))
 }
@@ -106,30 +110,21 @@ func (cfg *tokenizerConfig) checkSentencePiece(kind, name string) error {
 	return nil
 }
 
-// checkNotAlbert refuses an ALBERT checkpoint's spiece.model (dir's
-// tokenizer_config.json says AlbertTokenizer, or its config.json
-// model_type albert): AlbertTokenizer lowercases, strips accents and
-// writes [CLS] A [SEP], which the SentencePiece layouts read here do not,
-// so its ids would be wrong. The tokenizer.json transformers saves beside
-// it is read instead, and Load prefers it where both are present.
-func checkNotAlbert(dir, kind, name string) error {
+// albertSource turns the bytes of a SentencePiece file of dir (name,
+// kind) into the tokenizer.json AlbertConverter makes of it where the
+// directory says ALBERT (see isAlbert): AlbertTokenizer lowercases,
+// strips accents and writes [CLS] A [SEP], which the SentencePiece
+// layouts read here do not. Anything else is returned as it is.
+func albertSource(dir, kind, name string, data []byte) (string, []byte, error) {
 	if kind != SourceSentencePiece || spLayoutOf(name) != spLayoutT5 {
-		return nil
+		return kind, data, nil
 	}
-	for _, f := range []struct{ file, key, prefix string }{
-		{"tokenizer_config.json", "tokenizer_class", "AlbertTokenizer"}, {"config.json", "model_type", "albert"},
-	} {
-		path := filepath.Join(dir, f.file)
-		obj, err := readJSONObject(path)
-		if err != nil {
-			return err
-		}
-		var v string
-		if raw := obj[f.key]; raw != nil && json.Unmarshal(raw, &v) == nil && strings.HasPrefix(v, f.prefix) {
-			return badInput(path, f.key, fmt.Errorf("%w: %q: ALBERT's %s alone is not read (AlbertTokenizer lowercases, strips accents and adds [CLS] and [SEP]); give the tokenizer.json transformers saves with it", ErrUnsupported, v, name))
-		}
+	albert, err := isAlbert(dir)
+	if err != nil || !albert {
+		return kind, data, err
 	}
-	return nil
+	data, err = albertSentencePieceJSON(dir, filepath.Join(dir, name), data)
+	return SourceAlbertSentencePiece, data, err
 }
 
 // ReadSourceFile reads the tokenizer file at path, which may have any
@@ -165,7 +160,7 @@ func ReadSourceFile(path string) (*Source, error) {
 	if err := cfg.checkSentencePiece(kind, filepath.Base(path)); err != nil {
 		return nil, err
 	}
-	if err := checkNotAlbert(filepath.Dir(path), kind, filepath.Base(path)); err != nil {
+	if kind, data, err = albertSource(filepath.Dir(path), kind, filepath.Base(path), data); err != nil {
 		return nil, err
 	}
 	return &Source{Kind: kind, Name: filepath.Base(path), Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
@@ -191,7 +186,7 @@ func fromSource(s *Source, dir string) (*Tokenizer, error) {
 	file, config := filepath.Join(dir, s.Name), filepath.Join(dir, "tokenizer_config.json")
 	var t *Tokenizer
 	switch s.Kind {
-	case SourceTokenizerJSON, SourceByteLevelBPE:
+	case SourceTokenizerJSON, SourceByteLevelBPE, SourceAlbertSentencePiece:
 		tj, truncated, err := parseTokenizerJSON(s.Data)
 		if err != nil {
 			return nil, inFile(file, err)
