@@ -71,20 +71,15 @@ func albertSentencePieceJSON(dir, path string, data []byte) ([]byte, error) {
 	if m.unkID < 0 {
 		return nil, badInput(path, "pieces", fmt.Errorf("%w: no piece of type UNKNOWN", ErrMalformed))
 	}
-	configPath, mapPath := filepath.Join(dir, "tokenizer_config.json"), filepath.Join(dir, "special_tokens_map.json")
-	config, err := readJSONObject(configPath)
+	settings, err := readSlowSettings(dir)
 	if err != nil {
 		return nil, err
 	}
-	specialMap, err := readJSONObject(mapPath)
+	lower, err := settings.bool("do_lower_case", true)
 	if err != nil {
 		return nil, err
 	}
-	lower, err := configBool(config, configPath, "do_lower_case", true)
-	if err != nil {
-		return nil, err
-	}
-	keepAccents, err := configBool(config, configPath, "keep_accents", false)
+	keepAccents, err := settings.bool("keep_accents", false)
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +98,7 @@ func albertSentencePieceJSON(dir, path string, data []byte) ([]byte, error) {
 		}
 		pieces[i] = [2]any{p, score}
 	}
-	extra, err := readAddedTokensJSON(filepath.Join(dir, "added_tokens.json"))
-	if err != nil {
-		return nil, err
-	}
-	added, _, err := specialAddedTokens(albertRoleDefaults, vocab, byID, extra, config, specialMap, configPath, mapPath)
+	added, _, err := specialAddedTokens(albertRoleDefaults, vocab, byID, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +117,9 @@ func albertSentencePieceJSON(dir, path string, data []byte) ([]byte, error) {
 
 	slices.SortStableFunc(added, func(a, b *addedTokenJSON) int { return a.ID - b.ID })
 
-	ids := map[string]int{}
-	for _, t := range []string{"[CLS]", "[SEP]"} {
-		id, ok := vocab[t]
-		if !ok {
-			return nil, badInput(path, t, fmt.Errorf("%w: AlbertTokenizer puts %s in every sequence", ErrMissingToken, t))
-		}
-		ids[t] = id
+	post, err := clsSepTemplate(vocab, path, "AlbertTokenizer")
+	if err != nil {
+		return nil, err
 	}
 	replace := func(pattern map[string]string, content string) any {
 		return map[string]any{"type": "Replace", "pattern": pattern, "content": content}
@@ -148,25 +135,13 @@ func albertSentencePieceJSON(dir, path string, data []byte) ([]byte, error) {
 		norms = append(norms, map[string]any{"type": "Precompiled", "precompiled_charsmap": base64.StdEncoding.EncodeToString(m.charsmap)})
 	}
 	norms = append(norms, replace(map[string]string{"Regex": " {2,}"}, " "))
-	special := func(t string, typeID int) any {
-		return map[string]any{"SpecialToken": map[string]any{"id": t, "type_id": typeID}}
-	}
-	seq := func(s string, typeID int) any {
-		return map[string]any{"Sequence": map[string]any{"id": s, "type_id": typeID}}
-	}
 	file := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
-		"normalizer":    map[string]any{"type": "Sequence", "normalizers": norms},
-		"pre_tokenizer": map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
-		"post_processor": map[string]any{"type": "TemplateProcessing",
-			"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
-			"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
-			"special_tokens": map[string]any{
-				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{ids["[CLS]"]}, "tokens": []string{"[CLS]"}},
-				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{ids["[SEP]"]}, "tokens": []string{"[SEP]"}},
-			}},
-		"decoder": map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
-		"model":   map[string]any{"type": "Unigram", "unk_id": m.unkID, "vocab": pieces, "byte_fallback": false},
+		"normalizer":     map[string]any{"type": "Sequence", "normalizers": norms},
+		"pre_tokenizer":  map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+		"post_processor": post,
+		"decoder":        map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+		"model":          map[string]any{"type": "Unigram", "unk_id": m.unkID, "vocab": pieces, "byte_fallback": false},
 	}
 	return json.Marshal(file)
 }

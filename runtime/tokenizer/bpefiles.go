@@ -84,16 +84,11 @@ type addedTokenJSON struct {
 // of them. Errors name the file and what is wrong in it.
 func byteLevelBPEJSON(dir string, vocabData []byte) ([]byte, error) {
 	vocabPath := filepath.Join(dir, "vocab.json")
-	configPath, mapPath := filepath.Join(dir, "tokenizer_config.json"), filepath.Join(dir, "special_tokens_map.json")
-	config, err := readJSONObject(configPath)
+	settings, err := readSlowSettings(dir)
 	if err != nil {
 		return nil, err
 	}
-	specialMap, err := readJSONObject(mapPath)
-	if err != nil {
-		return nil, err
-	}
-	form, err := bpeFormOf(dir, config)
+	form, err := bpeFormOf(dir, settings.config)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +114,7 @@ func byteLevelBPEJSON(dir string, vocabData []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	extra, err := readAddedTokensJSON(filepath.Join(dir, "added_tokens.json"))
-	if err != nil {
-		return nil, err
-	}
-	added, roles, err := specialAddedTokens(bpeRoleDefaults[form], vocab, byID, extra, config, specialMap, configPath, mapPath)
+	added, roles, err := specialAddedTokens(bpeRoleDefaults[form], vocab, byID, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -137,45 +128,27 @@ func byteLevelBPEJSON(dir string, vocabData []byte) ([]byte, error) {
 		}
 	}
 
-	addPrefixSpace, err := configBool(config, configPath, "add_prefix_space", false)
+	addPrefixSpace, err := settings.bool("add_prefix_space", false)
 	if err != nil {
 		return nil, err
 	}
 	var post map[string]any
 	switch form {
 	case bpeRoberta:
-		trim, err := configBool(config, configPath, "trim_offsets", true)
+		trim, err := settings.bool("trim_offsets", true)
 		if err != nil {
 			return nil, err
 		}
 		cls, sep := roles["cls_token"], roles["sep_token"]
 		if cls == nil || sep == nil {
-			return nil, badInput(configPath, "cls_token", fmt.Errorf("%w: RobertaTokenizer needs a cls_token and a sep_token", ErrMissingToken))
+			return nil, badInput(settings.configPath, "cls_token", fmt.Errorf("%w: RobertaTokenizer needs a cls_token and a sep_token", ErrMissingToken))
 		}
 		post = map[string]any{"type": "RobertaProcessing", "cls": []any{cls.Content, cls.ID}, "sep": []any{sep.Content, sep.ID},
 			"trim_offsets": trim, "add_prefix_space": addPrefixSpace}
 	case bpeDeberta:
-		ids := map[string]int{}
-		for _, t := range []string{"[CLS]", "[SEP]"} {
-			id, ok := vocab[t]
-			if !ok {
-				return nil, badInput(vocabPath, t, fmt.Errorf("%w: DebertaTokenizer puts %s in every sequence", ErrMissingToken, t))
-			}
-			ids[t] = id
+		if post, err = clsSepTemplate(vocab, vocabPath, "DebertaTokenizer"); err != nil {
+			return nil, err
 		}
-		special := func(t string, typeID int) any {
-			return map[string]any{"SpecialToken": map[string]any{"id": t, "type_id": typeID}}
-		}
-		seq := func(s string, typeID int) any {
-			return map[string]any{"Sequence": map[string]any{"id": s, "type_id": typeID}}
-		}
-		post = map[string]any{"type": "TemplateProcessing",
-			"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
-			"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
-			"special_tokens": map[string]any{
-				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{ids["[CLS]"]}, "tokens": []string{"[CLS]"}},
-				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{ids["[SEP]"]}, "tokens": []string{"[SEP]"}},
-			}}
 	}
 	file := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
@@ -259,6 +232,67 @@ func readMerges(path string, vocab map[string]int) ([][2]string, error) {
 	return merges, nil
 }
 
+// slowSettings are the files transformers' slow tokenizers keep their
+// settings in beside the vocabulary: tokenizer_config.json and
+// special_tokens_map.json (their keys; nil without the file) and
+// added_tokens.json (token -> id; nil without it).
+type slowSettings struct {
+	config, specialMap             map[string]json.RawMessage
+	extra                          map[string]int
+	configPath, mapPath, extraPath string
+}
+
+// readSlowSettings reads dir's slow-tokenizer settings files.
+func readSlowSettings(dir string) (*slowSettings, error) {
+	s := &slowSettings{configPath: filepath.Join(dir, "tokenizer_config.json"),
+		mapPath: filepath.Join(dir, "special_tokens_map.json"), extraPath: filepath.Join(dir, "added_tokens.json")}
+	var err error
+	if s.config, err = readJSONObject(s.configPath); err != nil {
+		return nil, err
+	}
+	if s.specialMap, err = readJSONObject(s.mapPath); err != nil {
+		return nil, err
+	}
+	if s.extra, err = readAddedTokensJSON(s.extraPath); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// bool reads a boolean setting of tokenizer_config.json, def when absent
+// or null.
+func (s *slowSettings) bool(key string, def bool) (bool, error) {
+	return configBool(s.config, s.configPath, key, def)
+}
+
+// clsSepTemplate is DebertaConverter's and AlbertConverter's
+// post-processor: [CLS] A [SEP] and [CLS] A [SEP] B [SEP], B and its
+// [SEP] of type 1, with the two tokens' ids in vocab; a vocabulary
+// without them is an error naming path and the tokenizer class.
+func clsSepTemplate(vocab map[string]int, path, class string) (map[string]any, error) {
+	ids := map[string]int{}
+	for _, t := range []string{"[CLS]", "[SEP]"} {
+		id, ok := vocab[t]
+		if !ok {
+			return nil, badInput(path, t, fmt.Errorf("%w: %s puts %s in every sequence", ErrMissingToken, class, t))
+		}
+		ids[t] = id
+	}
+	special := func(t string, typeID int) any {
+		return map[string]any{"SpecialToken": map[string]any{"id": t, "type_id": typeID}}
+	}
+	seq := func(s string, typeID int) any {
+		return map[string]any{"Sequence": map[string]any{"id": s, "type_id": typeID}}
+	}
+	return map[string]any{"type": "TemplateProcessing",
+		"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
+		"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
+		"special_tokens": map[string]any{
+			"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{ids["[CLS]"]}, "tokens": []string{"[CLS]"}},
+			"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{ids["[SEP]"]}, "tokens": []string{"[SEP]"}},
+		}}, nil
+}
+
 // readAddedTokensJSON reads added_tokens.json (token -> id; nil without
 // the file).
 func readAddedTokensJSON(path string) (map[string]int, error) {
@@ -289,8 +323,8 @@ func readAddedTokensJSON(path string) (map[string]int, error) {
 // tokens. A token's id is vocab.json's, else added_tokens.json's, else
 // added_tokens_decoder's; a token with none, or with two different ones,
 // is an error. roles maps each set special-token role to its token.
-func specialAddedTokens(defaults []string, vocab map[string]int, byID map[int]string, extra map[string]int,
-	config, specialMap map[string]json.RawMessage, configPath, mapPath string) (added []*addedTokenJSON, roles map[string]*addedTokenJSON, err error) {
+func specialAddedTokens(defaults []string, vocab map[string]int, byID map[int]string, s *slowSettings) (added []*addedTokenJSON, roles map[string]*addedTokenJSON, err error) {
+	config, specialMap, configPath, mapPath, extra := s.config, s.specialMap, s.configPath, s.mapPath, s.extra
 	roles = map[string]*addedTokenJSON{}
 	index := map[string]*addedTokenJSON{}
 	add := func(t addedTokenJSON, file, object string) error {
@@ -392,7 +426,7 @@ func specialAddedTokens(defaults []string, vocab map[string]int, byID map[int]st
 		}
 		break // special_tokens_map.json's list replaces tokenizer_config.json's
 	}
-	extraPath := filepath.Join(filepath.Dir(configPath), "added_tokens.json")
+	extraPath := s.extraPath
 	for _, tok := range slices.Sorted(maps.Keys(extra)) {
 		if err := add(addedTokenJSON{Content: tok, ID: -1, Normalized: true}, extraPath, strconv.Quote(tok)); err != nil {
 			return nil, nil, err
