@@ -79,14 +79,9 @@ func ReadSource(dir string) (*Source, error) {
 		if err := cfg.checkSentencePiece(c.kind, c.name); err != nil {
 			return nil, err
 		}
-		kind, data, err := albertSource(dir, c.kind, c.name, data)
+		kind, data, err := convertSource(dir, c.kind, c.name, data)
 		if err != nil {
 			return nil, err
-		}
-		if kind == SourceByteLevelBPE {
-			if data, err = byteLevelBPEJSON(dir, data); err != nil {
-				return nil, err
-			}
 		}
 		return &Source{Kind: kind, Name: c.name, Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil
 	}
@@ -110,12 +105,18 @@ func (cfg *tokenizerConfig) checkSentencePiece(kind, name string) error {
 	return nil
 }
 
-// albertSource turns the bytes of a SentencePiece file of dir (name,
-// kind) into the tokenizer.json AlbertConverter makes of it where the
-// directory says ALBERT (see isAlbert): AlbertTokenizer lowercases,
-// strips accents and writes [CLS] A [SEP], which the SentencePiece
-// layouts read here do not. Anything else is returned as it is.
-func albertSource(dir, kind, name string, data []byte) (string, []byte, error) {
+// convertSource turns the bytes of a tokenizer file of dir (name, kind)
+// that transformers converts before use into the tokenizer.json it makes
+// of them: vocab.json (with its merges.txt, byteLevelBPEJSON), and a
+// SentencePiece file the directory says is ALBERT's (see isAlbert:
+// AlbertTokenizer lowercases, strips accents and writes [CLS] A [SEP],
+// which the SentencePiece layouts read here do not;
+// albertSentencePieceJSON). Anything else is returned as it is.
+func convertSource(dir, kind, name string, data []byte) (string, []byte, error) {
+	if kind == SourceByteLevelBPE {
+		data, err := byteLevelBPEJSON(dir, data)
+		return kind, data, err
+	}
 	if kind != SourceSentencePiece || spLayoutOf(name) != spLayoutT5 {
 		return kind, data, nil
 	}
@@ -153,14 +154,11 @@ func ReadSourceFile(path string) (*Source, error) {
 	}
 	if filepath.Base(path) == "vocab.json" {
 		kind = SourceByteLevelBPE
-		if data, err = byteLevelBPEJSON(filepath.Dir(path), data); err != nil {
-			return nil, err
-		}
 	}
 	if err := cfg.checkSentencePiece(kind, filepath.Base(path)); err != nil {
 		return nil, err
 	}
-	if kind, data, err = albertSource(filepath.Dir(path), kind, filepath.Base(path), data); err != nil {
+	if kind, data, err = convertSource(filepath.Dir(path), kind, filepath.Base(path), data); err != nil {
 		return nil, err
 	}
 	return &Source{Kind: kind, Name: filepath.Base(path), Data: data, Options: cfg.opts, MaxLength: cfg.maxLength}, nil

@@ -157,7 +157,7 @@ func readTokenizerConfig(path string) (tokenizerConfig, error) {
 	} {
 		s, err := tokenContent(f.raw)
 		if err != nil {
-			return cfg, badInput(path, f.name, fmt.Errorf("%w: %v", ErrMalformed, err))
+			return cfg, badInput(path, f.name, err)
 		}
 		*f.dst = s
 	}
@@ -165,20 +165,12 @@ func readTokenizerConfig(path string) (tokenizerConfig, error) {
 }
 
 // tokenContent reads a special token written either as a string or as a
-// serialised AddedToken {"content": ...}; "" when absent or null.
+// serialised AddedToken {"content": ...} (addedTokenSpec); "" when absent
+// or null.
 func tokenContent(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	if isNull(raw) {
 		return "", nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var obj struct {
-		Content string `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return "", fmt.Errorf("want a string or {\"content\": string}")
-	}
-	return obj.Content, nil
+	t, err := addedTokenSpec(raw, false)
+	return t.Content, err
 }
