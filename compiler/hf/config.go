@@ -57,6 +57,22 @@ const (
 	ArchAlbertModel           = "AlbertModel"
 	ArchAlbertForSequence     = "AlbertForSequenceClassification"
 
+	// Token classifiers (NER, POS tagging, PII detection): the base model
+	// without a pooler, then a Linear on every token's hidden state
+	// (ModernBERT's after its prediction head), output "logits" [batch,
+	// sequence, labels].
+	ArchBertForToken       = "BertForTokenClassification"
+	ArchDistilBertForToken = "DistilBertForTokenClassification"
+	ArchRobertaForToken    = "RobertaForTokenClassification"
+	ArchXLMRobertaForToken = "XLMRobertaForTokenClassification"
+	ArchCamembertForToken  = "CamembertForTokenClassification"
+	ArchElectraForToken    = "ElectraForTokenClassification"
+	ArchMPNetForToken      = "MPNetForTokenClassification"
+	ArchModernBertForToken = "ModernBertForTokenClassification"
+	ArchDebertaV2ForToken  = "DebertaV2ForTokenClassification"
+	ArchDebertaForToken    = "DebertaForTokenClassification"
+	ArchAlbertForToken     = "AlbertForTokenClassification"
+
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
 	// read as the base model (the encoder; the MLM head is not built).
@@ -68,20 +84,26 @@ const (
 // architecturesByType lists, per model_type, the architectures Build knows;
 // the first is the base model, used when config.json names none.
 var architecturesByType = map[string][]string{
-	ModelBERT:       {ArchBertModel, ArchBertForSequence, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence},
-	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence},
-	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence},
-	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence},
-	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence},
-	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence},
-	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence},
-	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence},
+	ModelBERT:       {ArchBertModel, ArchBertForSequence, ArchBertForToken, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence},
+	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence, ArchDistilBertForToken},
+	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence, ArchRobertaForToken},
+	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence, ArchXLMRobertaForToken},
+	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence, ArchCamembertForToken},
+	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence, ArchElectraForToken},
+	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence, ArchMPNetForToken},
+	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence, ArchModernBertForToken},
 	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
 	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
-	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence},
-	ModelDeBERTa:    {ArchDebertaModel, ArchDebertaForSequence},
-	ModelALBERT:     {ArchAlbertModel, ArchAlbertForSequence},
+	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence, ArchDebertaV2ForToken},
+	ModelDeBERTa:    {ArchDebertaModel, ArchDebertaForSequence, ArchDebertaForToken},
+	ModelALBERT:     {ArchAlbertModel, ArchAlbertForSequence, ArchAlbertForToken},
 }
+
+// tokenClassifiers are the architectures that end in a per-token
+// classification head (output "logits" of [batch, sequence, labels]).
+var tokenClassifiers = []string{ArchBertForToken, ArchDistilBertForToken, ArchRobertaForToken, ArchXLMRobertaForToken,
+	ArchCamembertForToken, ArchElectraForToken, ArchMPNetForToken, ArchModernBertForToken, ArchDebertaV2ForToken,
+	ArchDebertaForToken, ArchAlbertForToken}
 
 // sequenceClassifiers are the architectures that end in a classification
 // head (output "logits").
@@ -189,7 +211,8 @@ type Config struct {
 	DeBERTa DeBERTaConfig
 
 	// Labels are id2label in index order; their count is the classifier's
-	// output width. Used only by *ForSequenceClassification.
+	// output width. Used only by *ForSequenceClassification and
+	// *ForTokenClassification.
 	Labels []string
 
 	// Source is the config.json path for error messages; empty when the
@@ -270,6 +293,16 @@ func (c *Config) HeadSize() int { return c.HiddenSize / c.NumHeads }
 func (c *Config) IsClassifier() bool {
 	return slices.Contains(sequenceClassifiers, c.Architecture)
 }
+
+// IsTokenClassifier reports whether the architecture ends in a token
+// classification head (output "logits", one row of labels per token).
+func (c *Config) IsTokenClassifier() bool {
+	return slices.Contains(tokenClassifiers, c.Architecture)
+}
+
+// hasLabels reports whether the architecture's output is one logit per
+// label (of the sequence or of each token): id2label sizes it.
+func (c *Config) hasLabels() bool { return c.IsClassifier() || c.IsTokenClassifier() }
 
 // IsJina reports whether the model is a JinaBERT (Jina AI's
 // jina-embeddings-v2 and jina-reranker-v1 encoders): BERT without position
@@ -720,7 +753,7 @@ func (c *Config) Validate() error {
 	if !(c.LayerNormEps > 0) || math.IsInf(c.LayerNormEps, 0) {
 		return fail(c.key("layer_norm_eps"), "%v is not a positive finite number", c.LayerNormEps)
 	}
-	if c.IsClassifier() && (len(c.Labels) < 1 || len(c.Labels) > maxLabels) {
+	if c.hasLabels() && (len(c.Labels) < 1 || len(c.Labels) > maxLabels) {
 		return fail("id2label", "%d labels; a classifier needs 1 to %d", len(c.Labels), maxLabels)
 	}
 	if n := c.parameterCount(); n > maxParameters {

@@ -119,8 +119,15 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 
 	prefix := ""
-	if cfg.IsClassifier() {
+	if cfg.hasLabels() {
 		prefix = cfg.ParamPrefix()
+	}
+	tokenHead := cfg.IsTokenClassifier()
+	if tokenHead {
+		// The base model is built (its pooler, which these checkpoints do
+		// not hold, served as zeros) and the head appended to its
+		// last_hidden_state; the pooler is then dropped unused.
+		b.weights = optionalPooler{b.weights}
 	}
 	// BertModel and AlbertModel always have a pooler; RobertaModel, MPNetModel and
 	// JinaBertModel only if the checkpoint holds one (see hasWeight;
@@ -128,6 +135,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	// DistilBertModel none.
 	pooled := cfg.ModelType == ModelBERT && !cfg.IsJina() || cfg.ModelType == ModelALBERT ||
 		(cfg.IsRoBERTa() || cfg.ModelType == ModelMPNet || cfg.IsJina()) && hasWeight(weights, "pooler.dense.weight", int64(cfg.HiddenSize), int64(cfg.HiddenSize))
+	pooled = pooled && !tokenHead // their classes build the encoder with add_pooling_layer=False
 
 	h := compiler.Dim{Size: int64(cfg.HiddenSize)}
 	switch {
@@ -168,6 +176,11 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	case ModelALBERT:
 		buildALBERT(b, prefix)
 	}
+	if tokenHead {
+		buildTokenHead(b)
+		g.Outputs = []*compiler.Value{{Name: outLogits, DType: compiler.Float32, Shape: batchBy(seqDim, compiler.Dim{Size: int64(len(cfg.Labels))})}}
+		g.RemoveUnused()
+	}
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -201,7 +214,7 @@ func setMeta(g *compiler.Graph, cfg Config) {
 		m["position_embedding_type"] = "alibi"
 		m["feed_forward_type"] = cfg.FeedForwardType
 	}
-	if cfg.IsClassifier() {
+	if cfg.hasLabels() {
 		m["num_labels"] = strconv.Itoa(len(cfg.Labels))
 		for i, l := range cfg.Labels {
 			m["id2label."+strconv.Itoa(i)] = l

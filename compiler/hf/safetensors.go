@@ -30,7 +30,7 @@ const maxHeaderBytes = 100_000_000
 
 // modelPrefixes are the attribute names under which *ForSequenceClassification
 // (and other task heads) keep the encoder; a base model saved alone has none.
-var modelPrefixes = []string{"bert.", "distilbert.", "roberta.", "model.", "new.", "deberta."}
+var modelPrefixes = []string{"bert.", "distilbert.", "roberta.", "model.", "new.", "deberta.", "electra.", "mpnet.", "albert."}
 
 // Safetensors is a WeightSource reading a .safetensors file held in memory.
 type Safetensors struct {

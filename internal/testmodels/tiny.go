@@ -157,14 +157,32 @@ var TinyDeBERTaModels = []string{TinyDeBERTaBase, TinyDeBERTaCls, TinyDeBERTaC2P
 // sentence_embedding. ONNX only.
 const TinySTBertMean = "st-bert-mean"
 
+// Tiny token classifiers (gen/make_tokencls.py): the encoder without its
+// pooler and a Linear on every token ("logits", [batch, sequence, 9]:
+// CoNLL-2003's IOB tags).
+const (
+	// BertForTokenClassification, gelu, token types, opset 14.
+	TinyBertTok = "bert-tok-gelu"
+	// XLMRobertaForTokenClassification, gelu_new, opset 17.
+	TinyXLMRTok = "xlmr-tok-gelunew"
+	// DistilBertForTokenClassification, gelu, opset 17.
+	TinyDistilBertTok = "distilbert-tok-gelu"
+	// ModernBertForTokenClassification: the prediction head (dense with
+	// a bias, GELU, norm) before the classifier; opset 14.
+	TinyModernBertTok = "modernbert-tok-gelu"
+)
+
+// TinyTokenModels lists the tiny token classifiers.
+var TinyTokenModels = []string{TinyBertTok, TinyXLMRTok, TinyDistilBertTok, TinyModernBertTok}
+
 // TinyModernBertModels lists the tiny ModernBERT models.
-var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase}
+var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase, TinyModernBertTok}
 
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
 	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls, TinyNomicBase, TinyNomicCls, TinyNomicGelu,
-	TinyAlbertCls, TinyAlbertBase}
+	TinyAlbertCls, TinyAlbertBase, TinyBertTok, TinyXLMRTok, TinyDistilBertTok, TinyModernBertTok}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

@@ -13,12 +13,12 @@ import torch
 import make_models
 
 
-def write(out_dir, name, c, model, batch, names, onames, opset, published=False):
+def write(out_dir, name, c, model, batch, names, onames, opset, published=False, per_token=("last_hidden_state",)):
     """Writes folder name under out_dir: c as config.json, the model's
     state dict as model.safetensors (not for a published-shape model, whose
     weights are only there to be timed), PyTorch's outputs onames of the
     batch's inputs names as reference.json, and torch.onnx.export with
-    dynamic batch and sequence axes (per-token outputs: both)."""
+    dynamic batch and sequence axes (the outputs per_token names: both)."""
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "config.json"), "w") as f:
@@ -39,7 +39,7 @@ def write(out_dir, name, c, model, batch, names, onames, opset, published=False)
         f.write("\n")
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
     for n in onames:
-        axes[n] = {0: "batch", 1: "sequence"} if n == "last_hidden_state" else {0: "batch"}
+        axes[n] = {0: "batch", 1: "sequence"} if n in per_token else {0: "batch"}
     with torch.no_grad():
         torch.onnx.export(model, args, os.path.join(d, "model.onnx"), input_names=names, output_names=onames,
                           dynamic_axes=axes, opset_version=opset, do_constant_folding=True)
