@@ -38,6 +38,9 @@ type headLayout struct {
 
 // runtimeVersion is the modelrt support version the package needs.
 func (g *gen) runtimeVersion() int {
+	if g.tokenClassifier() {
+		return max(RuntimeVersion, tokenClassifierVersion)
+	}
 	if g.embedHead() != nil || g.scoring() != "" {
 		return max(RuntimeVersion, headVersion)
 	}

@@ -26,7 +26,7 @@ func (g *gen) classifier() bool {
 // Embed: the first [batch, seq, H] output of an encoder without a
 // classifier head (last_hidden_state).
 func (g *gen) embedOutput() *output {
-	if g.tok == nil || g.classifier() {
+	if g.tok == nil || g.labeled() {
 		return nil
 	}
 	for i := range g.outs {
@@ -72,7 +72,7 @@ func (g *gen) modelFile() *jen.File {
 		jen.Comment("length (padding-free batches); false where the package doc says why not."),
 		jen.Id("Packed").Op("=").Lit(g.pl.prog.PackingReason() == ""),
 	}
-	if g.classifier() {
+	if g.labeled() {
 		limits = append(limits, jen.Comment("NumLabels is the number of classes."), jen.Id("NumLabels").Op("=").Lit(len(o.Labels)))
 	}
 	f.Const().Defs(limits...)
@@ -93,6 +93,13 @@ func (g *gen) modelFile() *jen.File {
 	if g.classifier() {
 		f.Comment("Prediction is Classify's answer for one text.")
 		f.Type().Id("Prediction").Op("=").Qual(pkgModelrt, "Prediction")
+	}
+	if g.tokenClassifier() {
+		f.Comment("TokenPrediction is TagTokens' answer for one token, Entity Entities' for a run of them.")
+		f.Type().Defs(
+			jen.Id("TokenPrediction").Op("=").Qual(pkgModelrt, "TokenPrediction"),
+			jen.Id("Entity").Op("=").Qual(pkgModelrt, "Entity"),
+		)
 	}
 	f.Line()
 
@@ -175,8 +182,14 @@ func (g *gen) modelFile() *jen.File {
 
 	g.workspace(f)
 	g.run(f)
+	if g.labeled() {
+		g.labelsFunc(f)
+	}
 	if g.classifier() {
 		g.classify(f)
+	}
+	if g.tokenClassifier() {
+		g.classifyTokens(f)
 	}
 	if g.scoring() != "" {
 		g.scoreMethods(f)
@@ -403,10 +416,6 @@ func (g *gen) padID() int64 {
 
 func (g *gen) classify(f *jen.File) {
 	out := g.outs[0]
-	labels := lits(g.opts.Labels, func(l string) jen.Code { return jen.Lit(l) })
-	f.Comment(fmt.Sprintf("Labels returns the class names by index (config.json id2label): %s.", strings.Join(g.opts.Labels, ", ")))
-	f.Func().Id("Labels").Params().Index().String().Block(jen.Return(jen.Index().String().Values(labels...)))
-	f.Line()
 	f.Comment("Classify tokenizes each text ([CLS] text [SEP], truncated to MaxSequence tokens),")
 	f.Comment("runs the model and returns the most probable label with every class's softmax")
 	f.Comment("probability, one Prediction per text.")

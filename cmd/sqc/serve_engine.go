@@ -31,7 +31,8 @@ type engineModel struct {
 
 // newEngineModel compiles the INT8 graph q (built from the canonical
 // graph g, which keeps the labels and tables) and probes it once to learn
-// what it outputs: [batch, labels] logits, or [batch, seq, hidden] states.
+// what it outputs: [batch, labels] logits, [batch, seq, labels] logits of
+// a token classifier, or [batch, seq, hidden] states.
 // head is the model's own (loadModelHead's): its pooling, prompts and
 // scoring are the server's, so answers equal `sqc run`'s.
 func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelHead, threads, maxBatch int) (*engineModel, error) {
@@ -60,6 +61,8 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 		m.info.Kind = serve.CrossEncoder
 	case len(shape) == 2 && int(shape[1]) == len(m.info.Labels):
 		m.info.Kind = serve.Classifier
+	case len(shape) == 3 && int(shape[2]) == len(m.info.Labels):
+		m.info.Kind = serve.TokenClassifier // one row of logits per token
 	case len(shape) == 3:
 		m.info.Kind, m.info.Labels = serve.Embedder, nil
 	default:

@@ -1,5 +1,6 @@
 // Package modelrt is the support code shared by every Go package that
-// `sqc compile` generates: the request types (Batch, Prediction), input
+// `sqc compile` generates: the request types (Batch, Prediction), a token
+// classifier's tags and entities (TagTokens, GroupEntities), input
 // validation with typed errors, the embedded weight file format and its
 // integrity check, and the runtime version handshake. The schedule of a
 // model itself is generated straight-line Go in the model's package; this
@@ -35,6 +36,13 @@ const SupportVersion2 = 2
 // and scoring models (EmbeddingHead, Dense, Activation, Scores). Only
 // packages that use them are generated for version 3.
 const SupportVersion3 = 3
+
+// SupportVersion4 exists while this runtime can run packages generated
+// for runtime version 4: version 3 plus a token classifier's tags and
+// entities (TokenPrediction, TagTokens, Entity, GroupEntities,
+// TemplateTokens). Only token classifiers' packages are generated for
+// version 4.
+const SupportVersion4 = 4
 
 // CurrentVersion is the generated-code version this runtime was written
 // for; `sqc compile` emits packages of this version.

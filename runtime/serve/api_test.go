@@ -129,12 +129,28 @@ var apiCases = []apiCase{
 	{name: "openai_424_classifier", kind: Classifier, path: "/v1/embeddings", body: `{"input":"a"}`},
 	{name: "openai_429", kind: Embedder, cfg: Config{MaxConcurrentRequests: 1}, setup: func(s *Server, _ *fakeModel) { s.admit <- struct{}{} }, path: "/v1/embeddings", body: `{"input":"a"}`},
 
+	// /classify_tokens
+	{name: "classify_tokens_simple", kind: TokenClassifier, path: "/classify_tokens", body: `{"inputs":"Zoë is the Zürich film"}`},
+	{name: "classify_tokens_none_batch", kind: TokenClassifier, path: "/classify_tokens", body: `{"inputs":["Zoë is the Zürich film","a good movie"],"aggregation_strategy":"none"}`},
+	{name: "classify_tokens_truncate", kind: TokenClassifier, path: "/classify_tokens", body: `{"inputs":["` + words20 + `"],"truncate":true}`},
+	{name: "classify_tokens_root", kind: TokenClassifier, path: "/", body: `{"inputs":"a movie"}`},
+	{name: "classify_tokens_400_strategy", kind: TokenClassifier, path: "/classify_tokens", body: `{"inputs":"a","aggregation_strategy":"first"}`},
+	{name: "classify_tokens_400_inputs", kind: TokenClassifier, path: "/classify_tokens", body: `{"inputs":[["a","b"]]}`},
+	{name: "classify_tokens_413_batch", kind: TokenClassifier, cfg: Config{MaxClientBatchSize: 1}, path: "/classify_tokens", body: `{"inputs":["a","b"]}`},
+	{name: "classify_tokens_422_too_long", kind: TokenClassifier, path: "/classify_tokens", body: `{"inputs":"` + long + `","truncate":false}`},
+	{name: "classify_tokens_424_classifier", kind: Classifier, path: "/classify_tokens", body: `{"inputs":"a"}`},
+	{name: "embed_424_token_classifier", kind: TokenClassifier, path: "/embed", body: `{"inputs":"a"}`},
+	{name: "predict_424_token_classifier", kind: TokenClassifier, path: "/predict", body: `{"inputs":"a"}`},
+	{name: "rerank_424_token_classifier", kind: TokenClassifier, path: "/rerank", body: `{"query":"a","texts":["b"]}`},
+	{name: "openai_424_token_classifier", kind: TokenClassifier, path: "/v1/embeddings", body: `{"input":"a"}`},
+
 	// /health, /info
 	{name: "health", kind: Embedder, method: "GET", path: "/health"},
 	{name: "health_503_draining", kind: Embedder, setup: func(s *Server, _ *fakeModel) { s.draining.Store(true) }, method: "GET", path: "/health"},
 	{name: "info_embedder", kind: Embedder, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
 	{name: "info_classifier", kind: Classifier, cfg: Config{Version: "test", TokenizationWorkers: 2, MaxBatchRequests: 8, ServedModelName: "sst2"}, method: "GET", path: "/info"},
 	{name: "info_cross_encoder", kind: CrossEncoder, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
+	{name: "info_token_classifier", kind: TokenClassifier, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
 	{name: "unknown_404", kind: Embedder, method: "GET", path: "/nope"},
 }
 

@@ -46,6 +46,16 @@ type rerankRequest struct {
 	ReturnText bool
 }
 
+// classifyTokensRequest is POST /classify_tokens.
+type classifyTokensRequest struct {
+	Inputs   []string
+	Single   bool // inputs was one text, not a list
+	Truncate *bool
+	// Group: aggregation_strategy "simple" (the default), entities;
+	// otherwise "none", every token's own tag.
+	Group bool
+}
+
 // tokenizeRequest is POST /tokenize.
 type tokenizeRequest struct {
 	Inputs           []string
@@ -259,6 +269,37 @@ func decodeRerank(body []byte) (rerankRequest, *apiError) {
 		return rerankRequest{}, badRequest("missing field `texts`")
 	}
 	return rerankRequest{Query: *raw.Query, Texts: raw.Texts, Truncate: raw.Truncate, RawScores: raw.RawScores, ReturnText: raw.ReturnText}, nil
+}
+
+// decodeClassifyTokens reads a token classification request: inputs
+// (a text or a list of texts), truncate, and transformers'
+// aggregation_strategy, of which the token-level ones ("simple",
+// "none") are served.
+func decodeClassifyTokens(body []byte) (classifyTokensRequest, *apiError) {
+	var raw struct {
+		Inputs              json.RawMessage `json:"inputs"`
+		Truncate            *bool           `json:"truncate"`
+		AggregationStrategy *string         `json:"aggregation_strategy"`
+	}
+	if err := decodeObject(body, &raw); err != nil {
+		return classifyTokensRequest{}, err
+	}
+	inputs, single, err := textOrList("inputs", raw.Inputs)
+	if err != nil {
+		return classifyTokensRequest{}, err
+	}
+	r := classifyTokensRequest{Inputs: inputs, Single: single, Truncate: raw.Truncate, Group: true}
+	// The pipeline reads the strategy's name in any case.
+	if a := raw.AggregationStrategy; a != nil {
+		switch {
+		case strings.EqualFold(*a, "simple"):
+		case strings.EqualFold(*a, "none"):
+			r.Group = false
+		default:
+			return classifyTokensRequest{}, badRequest(fmt.Sprintf("`aggregation_strategy` %q: want \"simple\" or \"none\" (the word-level \"first\", \"average\" and \"max\" are not served)", *a))
+		}
+	}
+	return r, nil
 }
 
 func decodeTokenize(body []byte) (tokenizeRequest, *apiError) {

@@ -18,7 +18,7 @@ func fuzzEndpoint(f *testing.F, kind Kind, path string) {
 			f.Add(c.body)
 		}
 	}
-	for _, seed := range []string{`null`, `{}`, `{"inputs":null}`, `{"inputs":[[]]}`, `{"inputs":"\u0000\ud800"}`, `{"inputs":[["a","b"],["c"]],"truncate":true}`, `{"query":"","texts":[""]}`, "{\"inputs\":\"" + strings.Repeat("ab ", 40) + "\",\"truncate\":true}",
+	for _, seed := range []string{`null`, `{}`, `{"inputs":null}`, `{"inputs":[[]]}`, `{"inputs":"\u0000\ud800"}`, `{"inputs":[["a","b"],["c"]],"truncate":true}`, `{"query":"","texts":[""]}`, `{"inputs":["Zoë",""],"aggregation_strategy":"NONE"}`, "{\"inputs\":\"" + strings.Repeat("ab ", 40) + "\",\"truncate\":true}",
 		`{"inputs":[5,6,7]}`, `{"inputs":[[5],"a",[4294967296]]}`, `{"input":[[5,6],[7]]}`, `{"inputs":[[]],"prompt_name":"q"}`,
 		`{"inputs":"` + strings.Repeat("the ", 30) + `","truncate":true,"truncation_direction":"Left"}`} {
 		f.Add(seed)
@@ -48,3 +48,6 @@ func FuzzRerank(f *testing.F)   { fuzzEndpoint(f, CrossEncoder, "/rerank") }
 func FuzzTokenize(f *testing.F) { fuzzEndpoint(f, Embedder, "/tokenize") }
 func FuzzOpenAI(f *testing.F)   { fuzzEndpoint(f, Embedder, "/v1/embeddings") }
 func FuzzRoot(f *testing.F)     { fuzzEndpoint(f, CrossEncoder, "/") }
+func FuzzClassifyTokens(f *testing.F) {
+	fuzzEndpoint(f, TokenClassifier, "/classify_tokens")
+}

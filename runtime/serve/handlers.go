@@ -315,7 +315,7 @@ func scores(logits []float32, raw bool, act modelrt.Activation) []float32 {
 }
 
 func (s *Server) predict(ctx context.Context, body []byte, t *timings) (any, *apiError) {
-	if s.info.Kind == Embedder {
+	if s.info.Kind != Classifier && s.info.Kind != CrossEncoder {
 		return nil, s.wrongKind("a classifier")
 	}
 	req, e := decodePredict(body)

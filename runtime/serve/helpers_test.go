@@ -22,10 +22,11 @@ type fakeModel struct {
 	tok  *tokenizer.Tokenizer
 
 	mu      sync.Mutex
-	batches []int // sequences per Run call
-	tokens  []int // tokens per Run call
-	fail    error // Run's error, when set
-	nan     bool  // Run returns NaN
+	batches []int     // sequences per Run call
+	tokens  []int     // tokens per Run call
+	ids     [][]int64 // every sequence run, in order
+	fail    error     // Run's error, when set
+	nan     bool      // Run returns NaN
 	block   chan struct{}
 }
 
@@ -47,6 +48,8 @@ func newFake(t testing.TB, kind Kind) *fakeModel {
 	case CrossEncoder:
 		info.Labels = []string{"LABEL_0"}
 		info.TypeVocab = 2
+	case TokenClassifier:
+		info.Labels = nerLabels
 	}
 	return &fakeModel{info: info, tok: tok}
 }
@@ -62,6 +65,7 @@ func (m *fakeModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, erro
 		n += len(ids)
 	}
 	m.tokens = append(m.tokens, n)
+	m.ids = append(m.ids, b.InputIDs...)
 	fail, nan, block := m.fail, m.nan, m.block
 	m.mu.Unlock()
 	if block != nil {
@@ -94,12 +98,40 @@ func (m *fakeModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, erro
 			out[i] = []float32{n / 4, float32(sum%7) - 3}
 		case CrossEncoder:
 			out[i] = []float32{float32(sum%13)/2 - 3 + float32(types)/8}
+		case TokenClassifier:
+			out[i] = nerLogits(ids)
 		}
 		if nan {
 			out[i][0] = float32(math.NaN())
 		}
 	}
 	return out, nil
+}
+
+// nerLabels are the fake token classifier's labels.
+var nerLabels = []string{"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
+
+// nerLogits are the fake token classifier's logits for a sequence: at
+// position j, label id%5 of the token there gets logit nerTop(j) and the
+// others 0, so a token's tag follows from its id alone.
+func nerLogits(ids []int64) []float32 {
+	n := len(nerLabels)
+	out := make([]float32, len(ids)*n)
+	for j, id := range ids {
+		out[j*n+int(id)%n] = nerTop(j)
+	}
+	return out
+}
+
+// nerTop is the top logit at position j: it varies, so entities' mean
+// scores differ from their tokens'.
+func nerTop(j int) float32 { return 1 + float32(j%3) }
+
+// lastRun is the last sequence Run computed.
+func (m *fakeModel) lastRun() []int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ids[len(m.ids)-1]
 }
 
 func (m *fakeModel) batchSizes() []int {

@@ -19,6 +19,9 @@ const (
 	// CrossEncoder: one relevance logit per (query, text) pair (/rerank,
 	// and /predict); TEI calls it a reranker.
 	CrossEncoder Kind = "reranker"
+	// TokenClassifier: one logit per label for every token of a text
+	// (/classify_tokens): a NER model such as BertForTokenClassification.
+	TokenClassifier Kind = "token-classifier"
 )
 
 // Info describes a Model to the server.
@@ -32,8 +35,9 @@ type Info struct {
 	// once (Run splits larger batches); the batcher never builds a pass
 	// larger than the model computes efficiently.
 	MaxBatch int
-	// Labels name a classifier's outputs by index (a cross-encoder's one
-	// output may be unnamed).
+	// Labels name a classifier's or a token classifier's outputs by index
+	// (a cross-encoder's one output may be unnamed); a token classifier
+	// has len(Labels) logits per token.
 	Labels []string
 	// TypeVocab is the number of token types the model embeds; with 0 or
 	// 1 (DistilBERT) the token types of pairs are not passed to Run.
@@ -51,7 +55,9 @@ type Info struct {
 	DefaultPrompt string
 	// Scoring is the model's own activation of each logit into a score
 	// (sentence-transformers' activation_fn, problem_type); "" is TEI's
-	// default: softmax over labels, sigmoid of a single logit.
+	// default: softmax over labels, sigmoid of a single logit. A token
+	// classifier's scores are always a softmax, as transformers'
+	// pipeline computes them.
 	Scoring modelrt.Activation
 	// Kernel says which kernel family runs (the model's Describe).
 	Kernel string
@@ -69,8 +75,11 @@ type Model interface {
 	// raised, to tell inputs that need truncating from those that fit.
 	Tokenizer() *tokenizer.Tokenizer
 	// Run computes one output row per sequence of b, in order: an
-	// embedder's vector, a classifier's logits, a cross-encoder's logit.
-	// A sequence's row must not depend on the other sequences of b.
+	// embedder's vector, a classifier's logits, a cross-encoder's logit,
+	// a token classifier's logits for every position of the sequence
+	// (len(b.InputIDs[i]) rows of len(Labels) values, row-major; no rows
+	// for the padding a chunk adds). A sequence's row must not depend on
+	// the other sequences of b.
 	// Run is called from one goroutine at a time.
 	Run(ctx context.Context, b modelrt.Batch) ([][]float32, error)
 }
@@ -104,8 +113,8 @@ func (f Func) Run(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
 func checkInfo(m Model) (Info, error) {
 	info := m.Info()
 	switch {
-	case info.Kind != Embedder && info.Kind != Classifier && info.Kind != CrossEncoder:
-		return info, fmt.Errorf("serve: model kind %q: want %q, %q or %q", info.Kind, Embedder, Classifier, CrossEncoder)
+	case info.Kind != Embedder && info.Kind != Classifier && info.Kind != CrossEncoder && info.Kind != TokenClassifier:
+		return info, fmt.Errorf("serve: model kind %q: want %q, %q, %q or %q", info.Kind, Embedder, Classifier, CrossEncoder, TokenClassifier)
 	case info.MaxSequence < 3:
 		return info, fmt.Errorf("serve: model MaxSequence %d: want at least 3 (room for [CLS] x [SEP])", info.MaxSequence)
 	case info.MaxBatch < 1:
@@ -114,6 +123,8 @@ func checkInfo(m Model) (Info, error) {
 		return info, fmt.Errorf("serve: model %q has no tokenizer", info.ID)
 	case info.Kind == Classifier && len(info.Labels) == 0:
 		return info, fmt.Errorf("serve: classifier %q has no labels", info.ID)
+	case info.Kind == TokenClassifier && len(info.Labels) == 0:
+		return info, fmt.Errorf("serve: token classifier %q has no labels: they give its logits per token", info.ID)
 	case info.DefaultPrompt != "" && !hasKey(info.Prompts, info.DefaultPrompt):
 		return info, fmt.Errorf("serve: model %q: default prompt %q is not one of its prompts", info.ID, info.DefaultPrompt)
 	}

@@ -142,11 +142,16 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /embed", s.endpoint("embed", false, s.embed))
 	mux.HandleFunc("POST /predict", s.endpoint("predict", false, s.predict))
 	mux.HandleFunc("POST /rerank", s.endpoint("rerank", false, s.rerank))
+	mux.HandleFunc("POST /classify_tokens", s.endpoint("classify_tokens", false, s.classifyTokens))
 	mux.HandleFunc("POST /tokenize", s.endpoint("tokenize", false, s.tokenize))
 	mux.HandleFunc("POST /v1/embeddings", s.endpoint("openai", true, s.openAI))
+	// POST / answers as the model's own endpoint, as TEI's does.
 	root := s.predict
-	if s.info.Kind == Embedder {
+	switch s.info.Kind {
+	case Embedder:
 		root = s.embed
+	case TokenClassifier:
+		root = s.classifyTokens
 	}
 	mux.HandleFunc("POST /{$}", s.endpoint("root", false, root))
 	mux.HandleFunc("GET /health", s.health)

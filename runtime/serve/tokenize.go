@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -37,13 +38,7 @@ func newEncoder(tok *tokenizer.Tokenizer, maxLen, workers int) (*encoder, error)
 		return nil, fmt.Errorf("serve: tokenizer: %w", err)
 	}
 	e := &encoder{full: full, trunc: trunc, maxLen: maxLen, jobs: make(chan func())}
-	// An empty text encodes to the template's tokens alone; a one-word
-	// text shares their prefix.
-	empty, word := full.Encode("").InputIDs, full.Encode("a").InputIDs
-	for e.prefix < len(empty) && e.prefix < len(word) && empty[e.prefix] == word[e.prefix] {
-		e.prefix++
-	}
-	e.suffix = len(empty) - e.prefix
+	e.prefix, e.suffix = modelrt.TemplateTokens(full)
 	for range max(workers, 1) {
 		e.wg.Add(1)
 		go func() {
@@ -91,6 +86,20 @@ func (e *encoder) encode(texts []string, truncate bool) (tokenizer.Encoding, *ap
 		return enc, e.tooLong(enc.Len())
 	}
 	return e.encodeWith(e.trunc, texts), nil
+}
+
+// encodeOffsets tokenizes one text as encode does, with each token's
+// byte offsets in it (Encoding.Offsets): the ids are encode's, so the
+// model runs what a token classifier's answer is mapped back from.
+func (e *encoder) encodeOffsets(text string, truncate bool) (tokenizer.Encoding, *apiError) {
+	enc := e.full.EncodeWithOffsets(text)
+	if enc.Len() <= e.maxLen {
+		return enc, nil
+	}
+	if !truncate {
+		return enc, e.tooLong(enc.Len())
+	}
+	return e.trunc.EncodeWithOffsets(text), nil
 }
 
 // encodeInput tokenizes one embedding input: its text with prompt put

@@ -1,0 +1,138 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+)
+
+// nerScore is the fake token classifier's score of a token at position
+// j: the softmax of nerTop(j) against four zeros.
+func nerScore(j int) float64 {
+	e := math.Exp(float64(nerTop(j)))
+	return e / (e + 4)
+}
+
+// TestClassifyTokensByHand checks /classify_tokens against answers worked
+// out by hand from the fake model's tags (label id%5 for each token): the
+// [UNK] tokens of "Zoë" and "Zürich" are B-PER, "is" I-PER, "the" O and
+// "film" B-LOC. Start and end count characters: ë and ü are two bytes.
+func TestClassifyTokensByHand(t *testing.T) {
+	const text = "Zoë is the Zürich film"
+	m := newFake(t, TokenClassifier)
+	s := newTestServer(t, m, Config{})
+
+	code, body := post(s, context.Background(), "/classify_tokens", `{"inputs":"`+text+`"}`)
+	if code != 200 {
+		t.Fatalf("simple: %d %s", code, body)
+	}
+	var groups []entityGroup
+	if err := json.Unmarshal([]byte(body), &groups); err != nil {
+		t.Fatalf("simple: %s: %v", body, err)
+	}
+	wantGroups := []entityGroup{
+		{"PER", float32((nerScore(1) + nerScore(2)) / 2), "Zoë is", 0, 6},
+		{"PER", float32(nerScore(4)), "Zürich", 11, 17},
+		{"LOC", float32(nerScore(5)), "film", 18, 22},
+	}
+	if !equalScored(groups, wantGroups, func(g entityGroup) float32 { return g.Score }, func(g *entityGroup) { g.Score = 0 }) {
+		t.Errorf("simple: got %+v, want %+v", groups, wantGroups)
+	}
+	want := s.enc.full.Encode(text).InputIDs
+	if ran := m.lastRun(); !slices.Equal(ran, want) {
+		t.Errorf("the model ran %v, want Encode's %v", ran, want)
+	}
+
+	// The strategy's name is read in any case.
+	code, body = post(s, context.Background(), "/classify_tokens", `{"inputs":["`+text+`"],"aggregation_strategy":"NONE"}`)
+	if code != 200 {
+		t.Fatalf("none: %d %s", code, body)
+	}
+	var tokens [][]taggedToken
+	if err := json.Unmarshal([]byte(body), &tokens); err != nil || len(tokens) != 1 {
+		t.Fatalf("none: %s: want one list (%v)", body, err)
+	}
+	wantTokens := []taggedToken{
+		{"B-PER", float32(nerScore(1)), 1, "Zoë", 0, 3},
+		{"I-PER", float32(nerScore(2)), 2, "is", 4, 6},
+		{"B-PER", float32(nerScore(4)), 4, "Zürich", 11, 17},
+		{"B-LOC", float32(nerScore(5)), 5, "film", 18, 22},
+	}
+	if !equalScored(tokens[0], wantTokens, func(g taggedToken) float32 { return g.Score }, func(g *taggedToken) { g.Score = 0 }) {
+		t.Errorf("none: got %+v, want %+v", tokens[0], wantTokens)
+	}
+}
+
+// equalScored compares got and want with scores within 1e-6 (float32
+// rounding of the hand computation) and every other field exactly.
+func equalScored[T comparable](got, want []T, score func(T) float32, clear func(*T)) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if math.Abs(float64(score(got[i])-score(want[i]))) > 1e-6 {
+			return false
+		}
+		g, w := got[i], want[i]
+		clear(&g)
+		clear(&w)
+		if g != w {
+			return false
+		}
+	}
+	return true
+}
+
+// TestClassifyTokensTruncates: a truncated text runs exactly the
+// truncating tokenizer's ids, and its tags stop at its last kept token.
+func TestClassifyTokensTruncates(t *testing.T) {
+	m := newFake(t, TokenClassifier)
+	s := newTestServer(t, m, Config{})
+	code, body := post(s, context.Background(), "/classify_tokens", `{"inputs":"`+words20+`","truncate":true,"aggregation_strategy":"none"}`)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	want := s.enc.trunc.Encode(words20).InputIDs
+	if ran := m.lastRun(); len(ran) != 16 || !slices.Equal(ran, want) {
+		t.Errorf("the model ran %v, want the truncated %v", ran, want)
+	}
+	var tokens []taggedToken
+	if err := json.Unmarshal([]byte(body), &tokens); err != nil || len(tokens) == 0 {
+		t.Fatalf("%s: %v", body, err)
+	}
+	// Position 14 ("learning") is the last before [SEP].
+	if last := tokens[len(tokens)-1]; last.Index != 14 || last.Word != "learning" {
+		t.Errorf("last token %+v, want index 14, learning", last)
+	}
+}
+
+// TestClassifyTokensWrongOutput: a model that returns a row of the wrong
+// size is a 500 naming the sizes, not a panic or a wrong answer.
+func TestClassifyTokensWrongOutput(t *testing.T) {
+	fake := newFake(t, TokenClassifier)
+	m := Func{Meta: fake.info, Tok: fake.tok, RunFunc: func(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
+		out := make([][]float32, b.Len())
+		for i := range out {
+			out[i] = make([]float32, len(nerLabels)) // one token's worth
+		}
+		return out, nil
+	}}
+	s := newTestServer(t, m, Config{})
+	code, body := post(s, context.Background(), "/classify_tokens", `{"inputs":"a movie"}`)
+	if code != 500 || !strings.Contains(body, "returned 5 logits for a sequence of 4 tokens") {
+		t.Errorf("got %d %s, want 500 naming the sizes", code, body)
+	}
+}
+
+func TestTokenClassifierNeedsLabels(t *testing.T) {
+	m := newFake(t, TokenClassifier)
+	m.info.Labels = nil
+	if _, err := New(m, Config{Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "token classifier") {
+		t.Errorf("New of a token classifier without labels: %v, want an error", err)
+	}
+}
