@@ -62,6 +62,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			tokenOut := tokenLogits(g)
 			head, err := loadModelHead(model, c.String("prompt-name"), g)
 			if err != nil {
 				return err
@@ -125,6 +126,9 @@ func runCommand() *cli.Command {
 			}
 			if head.active() {
 				return head.print(c.App.Writer, res, enc)
+			}
+			if tokenOut != "" && pairs == nil {
+				return printTokenResults(c.App.Writer, g, tokenOut, res, exs, tok)
 			}
 			return printResults(c.App.Writer, g, res)
 		},

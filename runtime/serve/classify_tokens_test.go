@@ -31,16 +31,16 @@ func TestClassifyTokensByHand(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("simple: %d %s", code, body)
 	}
-	var groups []entityGroup
+	var groups []modelrt.PipelineEntity
 	if err := json.Unmarshal([]byte(body), &groups); err != nil {
 		t.Fatalf("simple: %s: %v", body, err)
 	}
-	wantGroups := []entityGroup{
-		{"PER", float32((nerScore(1) + nerScore(2)) / 2), "Zoë is", 0, 6},
-		{"PER", float32(nerScore(4)), "Zürich", 11, 17},
-		{"LOC", float32(nerScore(5)), "film", 18, 22},
+	wantGroups := []modelrt.PipelineEntity{
+		{EntityGroup: "PER", Score: float32((nerScore(1) + nerScore(2)) / 2), Word: "Zoë is", Start: 0, End: 6},
+		{EntityGroup: "PER", Score: float32(nerScore(4)), Word: "Zürich", Start: 11, End: 17},
+		{EntityGroup: "LOC", Score: float32(nerScore(5)), Word: "film", Start: 18, End: 22},
 	}
-	if !equalScored(groups, wantGroups, func(g entityGroup) float32 { return g.Score }, func(g *entityGroup) { g.Score = 0 }) {
+	if !equalScored(groups, wantGroups, func(g modelrt.PipelineEntity) float32 { return g.Score }, func(g *modelrt.PipelineEntity) { g.Score = 0 }) {
 		t.Errorf("simple: got %+v, want %+v", groups, wantGroups)
 	}
 	want := s.enc.full.Encode(text).InputIDs
@@ -53,17 +53,17 @@ func TestClassifyTokensByHand(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("none: %d %s", code, body)
 	}
-	var tokens [][]taggedToken
+	var tokens [][]modelrt.PipelineToken
 	if err := json.Unmarshal([]byte(body), &tokens); err != nil || len(tokens) != 1 {
 		t.Fatalf("none: %s: want one list (%v)", body, err)
 	}
-	wantTokens := []taggedToken{
-		{"B-PER", float32(nerScore(1)), 1, "Zoë", 0, 3},
-		{"I-PER", float32(nerScore(2)), 2, "is", 4, 6},
-		{"B-PER", float32(nerScore(4)), 4, "Zürich", 11, 17},
-		{"B-LOC", float32(nerScore(5)), 5, "film", 18, 22},
+	wantTokens := []modelrt.PipelineToken{
+		{Entity: "B-PER", Score: float32(nerScore(1)), Index: 1, Word: "Zoë", Start: 0, End: 3},
+		{Entity: "I-PER", Score: float32(nerScore(2)), Index: 2, Word: "is", Start: 4, End: 6},
+		{Entity: "B-PER", Score: float32(nerScore(4)), Index: 4, Word: "Zürich", Start: 11, End: 17},
+		{Entity: "B-LOC", Score: float32(nerScore(5)), Index: 5, Word: "film", Start: 18, End: 22},
 	}
-	if !equalScored(tokens[0], wantTokens, func(g taggedToken) float32 { return g.Score }, func(g *taggedToken) { g.Score = 0 }) {
+	if !equalScored(tokens[0], wantTokens, func(g modelrt.PipelineToken) float32 { return g.Score }, func(g *modelrt.PipelineToken) { g.Score = 0 }) {
 		t.Errorf("none: got %+v, want %+v", tokens[0], wantTokens)
 	}
 }
@@ -101,7 +101,7 @@ func TestClassifyTokensTruncates(t *testing.T) {
 	if ran := m.lastRun(); len(ran) != 16 || !slices.Equal(ran, want) {
 		t.Errorf("the model ran %v, want the truncated %v", ran, want)
 	}
-	var tokens []taggedToken
+	var tokens []modelrt.PipelineToken
 	if err := json.Unmarshal([]byte(body), &tokens); err != nil || len(tokens) == 0 {
 		t.Fatalf("%s: %v", body, err)
 	}
@@ -134,5 +134,32 @@ func TestTokenClassifierNeedsLabels(t *testing.T) {
 	m.info.Labels = nil
 	if _, err := New(m, Config{Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "token classifier") {
 		t.Errorf("New of a token classifier without labels: %v, want an error", err)
+	}
+}
+
+// TestClassifyTokensParameters: the strategy is read at the top level or
+// in "parameters" (huggingface_hub's request shape); both, differing, is
+// a bad request naming both.
+func TestClassifyTokensParameters(t *testing.T) {
+	for _, c := range []struct {
+		body      string
+		group, ok bool
+	}{
+		{`{"inputs":"a"}`, true, true},
+		{`{"inputs":"a","parameters":{"aggregation_strategy":"none"}}`, false, true},
+		{`{"inputs":"a","parameters":{"aggregation_strategy":"SIMPLE"}}`, true, true},
+		{`{"inputs":"a","aggregation_strategy":"none","parameters":{"aggregation_strategy":"None"}}`, false, true},
+		{`{"inputs":"a","aggregation_strategy":"none","parameters":{"aggregation_strategy":"simple"}}`, false, false},
+		{`{"inputs":"a","parameters":{"aggregation_strategy":"max"}}`, false, false},
+	} {
+		r, e := decodeClassifyTokens([]byte(c.body))
+		switch {
+		case c.ok && e != nil:
+			t.Errorf("%s: %v", c.body, e.Msg)
+		case !c.ok && e == nil:
+			t.Errorf("%s: accepted", c.body)
+		case c.ok && r.Group != c.group:
+			t.Errorf("%s: Group %v, want %v", c.body, r.Group, c.group)
+		}
 	}
 }

@@ -280,9 +280,20 @@ func decodeClassifyTokens(body []byte) (classifyTokensRequest, *apiError) {
 		Inputs              json.RawMessage `json:"inputs"`
 		Truncate            *bool           `json:"truncate"`
 		AggregationStrategy *string         `json:"aggregation_strategy"`
+		// Parameters is where huggingface_hub's InferenceClient (the
+		// Inference API's request shape) puts the strategy.
+		Parameters *struct {
+			AggregationStrategy *string `json:"aggregation_strategy"`
+		} `json:"parameters"`
 	}
 	if err := decodeObject(body, &raw); err != nil {
 		return classifyTokensRequest{}, err
+	}
+	if p := raw.Parameters; p != nil && p.AggregationStrategy != nil {
+		if a := raw.AggregationStrategy; a != nil && !strings.EqualFold(*a, *p.AggregationStrategy) {
+			return classifyTokensRequest{}, badRequest(fmt.Sprintf("`aggregation_strategy` %q and `parameters.aggregation_strategy` %q differ: give one", *a, *p.AggregationStrategy))
+		}
+		raw.AggregationStrategy = p.AggregationStrategy
 	}
 	inputs, single, err := textOrList("inputs", raw.Inputs)
 	if err != nil {
