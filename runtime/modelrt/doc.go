@@ -1,8 +1,8 @@
 // Package modelrt is the support code shared by every Go package that
 // `sqc compile` generates: the request types (Batch, Prediction), a token
-// classifier's tags and entities (TagTokens, GroupEntities), input
-// validation with typed errors, the embedded weight file format and its
-// integrity check, and the runtime version handshake. The schedule of a
+// classifier's tags, words and entities (TagTokens, AggregateWords,
+// GroupEntities), input validation with typed errors, the embedded weight
+// file format and its integrity check, and the runtime version handshake. The schedule of a
 // model itself is generated straight-line Go in the model's package; this
 // package holds only what is the same for every model.
 //

@@ -11,7 +11,7 @@ import (
 
 // classifyTokens answers POST /classify_tokens as transformers'
 // token-classification pipeline answers (modelrt.PipelineEntities,
-// PipelineTokens).
+// PipelineTokens), with any of its aggregation strategies.
 func (s *Server) classifyTokens(ctx context.Context, body []byte, t *timings) (any, *apiError) {
 	if s.info.Kind != TokenClassifier {
 		return nil, s.wrongKind("a token classifier")
@@ -49,11 +49,15 @@ func (s *Server) classifyTokens(ctx context.Context, body []byte, t *timings) (a
 			return nil, &apiError{http.StatusInternalServerError, fmt.Sprintf("the model returned %d logits for a sequence of %d tokens: want %d labels per token", len(logits[i]), n, len(labels)), errBackend}
 		}
 		tags := modelrt.TagTokens(logits[i], len(labels), labels, encs[i].Offsets, s.enc.prefix, n-s.enc.suffix)
-		if req.Group {
-			out[i] = modelrt.PipelineEntities(text, modelrt.GroupEntities(tags))
-		} else {
+		if req.Strategy == modelrt.AggregateNone {
 			out[i] = modelrt.PipelineTokens(text, tags)
+			continue
 		}
+		// "simple" groups the tokens; "first", "average" and "max" group
+		// the words AggregateWords makes of them (tags as they are for
+		// "simple").
+		words := modelrt.AggregateWords(tags, logits[i], len(labels), labels, text, encs[i].InputIDs, s.enc.full, req.Strategy)
+		out[i] = modelrt.PipelineEntities(text, modelrt.GroupEntities(words))
 	}
 	if req.Single {
 		return out[0], nil

@@ -138,19 +138,24 @@ func TestTokenClassifierNeedsLabels(t *testing.T) {
 }
 
 // TestClassifyTokensParameters: the strategy is read at the top level or
-// in "parameters" (huggingface_hub's request shape); both, differing, is
-// a bad request naming both.
+// in "parameters" (huggingface_hub's request shape), in any case; both,
+// differing, is a bad request naming both, as is an unknown strategy.
 func TestClassifyTokensParameters(t *testing.T) {
 	for _, c := range []struct {
-		body      string
-		group, ok bool
+		body     string
+		strategy modelrt.Aggregation
+		ok       bool
 	}{
-		{`{"inputs":"a"}`, true, true},
-		{`{"inputs":"a","parameters":{"aggregation_strategy":"none"}}`, false, true},
-		{`{"inputs":"a","parameters":{"aggregation_strategy":"SIMPLE"}}`, true, true},
-		{`{"inputs":"a","aggregation_strategy":"none","parameters":{"aggregation_strategy":"None"}}`, false, true},
-		{`{"inputs":"a","aggregation_strategy":"none","parameters":{"aggregation_strategy":"simple"}}`, false, false},
-		{`{"inputs":"a","parameters":{"aggregation_strategy":"max"}}`, false, false},
+		{`{"inputs":"a"}`, modelrt.AggregateSimple, true},
+		{`{"inputs":"a","parameters":{"aggregation_strategy":"none"}}`, modelrt.AggregateNone, true},
+		{`{"inputs":"a","parameters":{"aggregation_strategy":"SIMPLE"}}`, modelrt.AggregateSimple, true},
+		{`{"inputs":"a","aggregation_strategy":"none","parameters":{"aggregation_strategy":"None"}}`, modelrt.AggregateNone, true},
+		{`{"inputs":"a","aggregation_strategy":"none","parameters":{"aggregation_strategy":"simple"}}`, 0, false},
+		{`{"inputs":"a","parameters":{"aggregation_strategy":"max"}}`, modelrt.AggregateMax, true},
+		{`{"inputs":"a","aggregation_strategy":"First"}`, modelrt.AggregateFirst, true},
+		{`{"inputs":"a","aggregation_strategy":"AVERAGE","parameters":{"aggregation_strategy":"average"}}`, modelrt.AggregateAverage, true},
+		{`{"inputs":"a","aggregation_strategy":"maximum"}`, 0, false},
+		{`{"inputs":"a","aggregation_strategy":""}`, 0, false},
 	} {
 		r, e := decodeClassifyTokens([]byte(c.body))
 		switch {
@@ -158,8 +163,72 @@ func TestClassifyTokensParameters(t *testing.T) {
 			t.Errorf("%s: %v", c.body, e.Msg)
 		case !c.ok && e == nil:
 			t.Errorf("%s: accepted", c.body)
-		case c.ok && r.Group != c.group:
-			t.Errorf("%s: Group %v, want %v", c.body, r.Group, c.group)
+		case c.ok && r.Strategy != c.strategy:
+			t.Errorf("%s: strategy %v, want %v", c.body, r.Strategy, c.strategy)
+		}
+	}
+}
+
+// nerOther is the fake token classifier's probability, at position j, of
+// each label but the token's own.
+func nerOther(j int) float64 { return 1 / (math.Exp(float64(nerTop(j))) + 4) }
+
+// TestClassifyTokensWords checks the word-level strategies against
+// answers worked out by hand. "searching movies is good" is [CLS] search
+// ##ing movie ##s is good [SEP], ids 29 20 7 19 12 9 at positions 1 to 6:
+// tags I-LOC, O, I-PER, I-LOC, I-PER, I-LOC with top logits 2 3 1 2 3 1.
+//   - first: searching I-LOC, movies I-PER, is I-PER, good I-LOC; movies
+//     and is make one PER.
+//   - max: ##ing (logit 3) beats search, so searching is O; ##s (2) beats
+//     movie, so movies is I-LOC, then "is" a PER of its own.
+//   - average: searching's mean O (p(2) of ##ing) beats its I-LOC; movies'
+//     mean I-LOC, nerOther(3)+p(4) halved, beats its I-PER.
+func TestClassifyTokensWords(t *testing.T) {
+	const text = "searching movies is good"
+	m := newFake(t, TokenClassifier)
+	s := newTestServer(t, m, Config{})
+	if ids := s.enc.full.Encode(text).InputIDs; !slices.Equal(ids, []int64{2, 29, 20, 7, 19, 12, 9, 3}) {
+		t.Fatalf("encoded %v", ids)
+	}
+	is := modelrt.PipelineEntity{EntityGroup: "PER", Score: float32(nerScore(5)), Word: "is", Start: 17, End: 19}
+	good := modelrt.PipelineEntity{EntityGroup: "LOC", Score: float32(nerScore(6)), Word: "good", Start: 20, End: 24}
+	for _, c := range []struct {
+		body string
+		want []modelrt.PipelineEntity
+	}{
+		{`{"inputs":"` + text + `","aggregation_strategy":"first"}`, []modelrt.PipelineEntity{
+			{EntityGroup: "LOC", Score: float32(nerScore(1)), Word: "searching", Start: 0, End: 9},
+			{EntityGroup: "PER", Score: float32((nerScore(3) + nerScore(5)) / 2), Word: "movies is", Start: 10, End: 19},
+			good,
+		}},
+		{`{"inputs":"` + text + `","parameters":{"aggregation_strategy":"Max"}}`, []modelrt.PipelineEntity{
+			{EntityGroup: "LOC", Score: float32(nerScore(4)), Word: "movies", Start: 10, End: 16}, is, good,
+		}},
+		{`{"inputs":"` + text + `","aggregation_strategy":"AVERAGE"}`, []modelrt.PipelineEntity{
+			{EntityGroup: "LOC", Score: float32((nerOther(3) + nerScore(4)) / 2), Word: "movies", Start: 10, End: 16}, is, good,
+		}},
+	} {
+		code, body := post(s, context.Background(), "/classify_tokens", c.body)
+		if code != 200 {
+			t.Fatalf("%s: %d %s", c.body, code, body)
+		}
+		var got []modelrt.PipelineEntity
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Fatalf("%s: %s: %v", c.body, body, err)
+		}
+		if !equalScored(got, c.want, func(g modelrt.PipelineEntity) float32 { return g.Score }, func(g *modelrt.PipelineEntity) { g.Score = 0 }) {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.body, got, c.want)
+		}
+	}
+
+	// [UNK] words: "Zoë" and "Zürich" are [UNK] (B-PER) words of their own
+	// under every strategy, so a batch answers as "simple" does.
+	const zoe = "Zoë is the Zürich film"
+	for _, strategy := range []string{"first", "average", "max"} {
+		_, simple := post(s, context.Background(), "/classify_tokens", `{"inputs":["`+zoe+`"]}`)
+		code, body := post(s, context.Background(), "/classify_tokens", `{"inputs":["`+zoe+`"],"aggregation_strategy":"`+strategy+`"}`)
+		if code != 200 || body != simple {
+			t.Errorf("%s: %d %s, want %s", strategy, code, body, simple)
 		}
 	}
 }

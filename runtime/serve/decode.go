@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 )
 
 // The request bodies, as TEI and OpenAI define them. Unknown fields are
@@ -51,9 +53,9 @@ type classifyTokensRequest struct {
 	Inputs   []string
 	Single   bool // inputs was one text, not a list
 	Truncate *bool
-	// Group: aggregation_strategy "simple" (the default), entities;
-	// otherwise "none", every token's own tag.
-	Group bool
+	// Strategy is aggregation_strategy: "simple" (the default), "first",
+	// "average" and "max" answer entities, "none" every token's own tag.
+	Strategy modelrt.Aggregation
 }
 
 // tokenizeRequest is POST /tokenize.
@@ -273,8 +275,8 @@ func decodeRerank(body []byte) (rerankRequest, *apiError) {
 
 // decodeClassifyTokens reads a token classification request: inputs
 // (a text or a list of texts), truncate, and transformers'
-// aggregation_strategy, of which the token-level ones ("simple",
-// "none") are served.
+// aggregation_strategy (modelrt.ParseAggregation: "simple", "none",
+// "first", "average", "max").
 func decodeClassifyTokens(body []byte) (classifyTokensRequest, *apiError) {
 	var raw struct {
 		Inputs              json.RawMessage `json:"inputs"`
@@ -299,15 +301,12 @@ func decodeClassifyTokens(body []byte) (classifyTokensRequest, *apiError) {
 	if err != nil {
 		return classifyTokensRequest{}, err
 	}
-	r := classifyTokensRequest{Inputs: inputs, Single: single, Truncate: raw.Truncate, Group: true}
+	r := classifyTokensRequest{Inputs: inputs, Single: single, Truncate: raw.Truncate, Strategy: modelrt.AggregateSimple}
 	// The pipeline reads the strategy's name in any case.
 	if a := raw.AggregationStrategy; a != nil {
-		switch {
-		case strings.EqualFold(*a, "simple"):
-		case strings.EqualFold(*a, "none"):
-			r.Group = false
-		default:
-			return classifyTokensRequest{}, badRequest(fmt.Sprintf("`aggregation_strategy` %q: want \"simple\" or \"none\" (the word-level \"first\", \"average\" and \"max\" are not served)", *a))
+		var perr error
+		if r.Strategy, perr = modelrt.ParseAggregation(*a); perr != nil {
+			return classifyTokensRequest{}, badRequest(fmt.Sprintf("`aggregation_strategy` %q: want %s", *a, modelrt.AggregationNames))
 		}
 	}
 	return r, nil

@@ -35,10 +35,12 @@
 // answers what `sqc run` prints for the same model.
 //
 // POST /classify_tokens takes {"inputs": text or [text, ...], "truncate",
-// "aggregation_strategy": "simple" (the default) or "none"} and answers
-// each text with the pipeline's list: with "simple", entities
-// {entity_group, score, word, start, end} (B-/I- tags grouped as its
-// group_entities groups them); with "none", every token
+// "aggregation_strategy": "simple" (the default), "first", "average",
+// "max" or "none"} and answers each text with the pipeline's list: with
+// "simple", entities {entity_group, score, word, start, end} (B-/I- tags
+// grouped as its group_entities groups them); with "first", "average"
+// and "max", the same of whole words tagged as its aggregate_words tags
+// them (modelrt.AggregateWords); with "none", every token
 // {entity, score, index, word, start, end}. Both drop "O" (the pipeline's
 // default ignore_labels) and skip the template's special tokens; start and
 // end count characters, as Python does, and word is the text they span.

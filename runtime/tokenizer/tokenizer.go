@@ -214,3 +214,50 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 
 // PadID is the id padding uses: [PAD]'s, or 0 without one.
 func (t *Tokenizer) PadID() int { return int(t.pad) }
+
+// ContinuingSubwordPrefix is the prefix the model spells the tokens that
+// continue a word with: WordPiece's ("##" for vocab.txt; tokenizer.json's
+// continuing_subword_prefix, "##" when absent), a BPE model's
+// continuing_subword_prefix ("" when unset, as in byte-level BPE), and ""
+// for the models that have none (Unigram, SentencePiece files,
+// WordLevel). It is the tokenizers library's model.continuing_subword_prefix,
+// which transformers' token classification pipeline reads to tell a
+// word's continuation from a new word.
+func (t *Tokenizer) ContinuingSubwordPrefix() string {
+	if t.pipe == nil {
+		return t.wp.prefix
+	}
+	switch m := t.pipe.model.(type) {
+	case wordPieceModel:
+		return m.wp.prefix
+	case *bpe:
+		return m.prefix
+	}
+	return ""
+}
+
+// UnknownID is the id of the model's unknown token, which it gives what its
+// vocabulary cannot spell: WordPiece's and WordLevel's unk_token ([UNK] for
+// vocab.txt), a BPE model's unk_token, a Unigram model's unk_id. ok is
+// false for a BPE model without one (byte-level BPE, whose bytes spell
+// everything). transformers' pipeline compares ids with the tokenizer's
+// unk_token_id, which names the same token in the checkpoints it ships.
+func (t *Tokenizer) UnknownID() (id int, ok bool) {
+	if t.pipe == nil {
+		return int(t.wp.unk), true
+	}
+	switch m := t.pipe.model.(type) {
+	case wordPieceModel:
+		return int(m.wp.unk), true
+	case *bpe:
+		if m.unk < 0 {
+			return 0, false
+		}
+		return int(m.unk), true
+	case *unigram:
+		return int(m.unk), true
+	case wordLevel:
+		return int(m.unk), true
+	}
+	return 0, false
+}

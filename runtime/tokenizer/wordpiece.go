@@ -12,11 +12,12 @@ type wordPiece struct {
 	// no match can be longer, so the search starts there.
 	wholeMax, contMax int
 	unk               int32
-	maxChars          int // longer words become unk (max_input_chars_per_word)
+	maxChars          int    // longer words become unk (max_input_chars_per_word)
+	prefix            string // continuing_subword_prefix, for ContinuingSubwordPrefix
 }
 
 func newWordPiece(vocab map[string]int32, prefix string, unk int32, maxChars int) wordPiece {
-	wp := wordPiece{whole: vocab, unk: unk, maxChars: maxChars}
+	wp := wordPiece{whole: vocab, unk: unk, maxChars: maxChars, prefix: prefix}
 	if prefix == "" {
 		wp.cont = vocab
 	} else {
