@@ -9,9 +9,15 @@ type Encoding struct {
 	InputIDs      []int64
 	AttentionMask []int64 // 1 for tokens, 0 for padding
 	TokenTypeIDs  []int64 // 0 for [CLS] A [SEP], 1 for B [SEP], 0 for padding
-	// Offsets, set by EncodeWithOffsets and EncodePairWithOffsets only,
-	// are each token's byte span in its text (see Offset).
+	// Offsets, set by EncodeWithOffsets, EncodePairWithOffsets and
+	// EncodePairWindows only, are each token's byte span in its text (see
+	// Offset).
 	Offsets []Offset
+	// Words, set with Offsets, is each token's word in its text: the
+	// index of the pre-tokenizer's split (or added token) it came from,
+	// as the tokenizers library's word_ids numbers them; -1 for the
+	// template's tokens and padding.
+	Words []int32
 }
 
 // Len is the number of positions, padding included.

@@ -9,22 +9,53 @@ import (
 // span in text, Offset{0, 0} for the template's special tokens. The ids
 // are Encode's; it is slower, so Encode stays the one to use for ids.
 func (t *Tokenizer) EncodeWithOffsets(text string) Encoding {
-	ids, offs, vals := t.idsOffsets(text)
+	ids, offs, vals, words := t.idsOffsets(text)
 	a := t.truncateSingle(ids, t.maxLen-t.single.numSpecial())
 	e := t.assemble(t.single, a, nil, 0)
 	e.Offsets = t.templateOffsets(t.single, t.trim(text, ids, a, offs, vals), nil, e.Len())
+	e.Words = templateWords(t.single, kept(ids, a, words), nil, e.Len())
 	return e
 }
 
 // EncodePairWithOffsets is EncodePair that also sets Offsets, each into
 // its own text (a's tokens into a, b's into b).
 func (t *Tokenizer) EncodePairWithOffsets(a, b string) Encoding {
-	ia, oa, va := t.idsOffsets(a)
-	ib, ob, vb := t.idsOffsets(b)
+	ia, oa, va, wa := t.idsOffsets(a)
+	ib, ob, vb, wb := t.idsOffsets(b)
 	ka, kb := t.truncatePair(ia, ib, t.maxLen-t.pair.numSpecial())
 	e := t.assemble(t.pair, ka, kb, 0)
 	e.Offsets = t.templateOffsets(t.pair, t.trim(a, ia, ka, oa, va), t.trim(b, ib, kb, ob, vb), e.Len())
+	e.Words = templateWords(t.pair, kept(ia, ka, wa), kept(ib, kb, wb), e.Len())
 	return e
+}
+
+// kept is the words of the tokens truncation kept (kept is a subslice of
+// ids, as trim reads it).
+func kept(ids, keptIDs []int32, words []int32) []int32 {
+	lo := cap(ids) - cap(keptIDs)
+	return words[lo : lo+len(keptIDs)]
+}
+
+// templateWords lays words out as fill lays ids: the template's special
+// tokens and padding get -1.
+func templateWords(tp template, a, b []int32, length int) []int32 {
+	out := make([]int32, 0, length)
+	for _, it := range tp {
+		switch it.seq {
+		case 0:
+			out = append(out, a...)
+		case 1:
+			out = append(out, b...)
+		default:
+			for range it.ids {
+				out = append(out, -1)
+			}
+		}
+	}
+	for len(out) < length {
+		out = append(out, -1)
+	}
+	return out
 }
 
 // templateOffsets lays offsets out as fill lays ids: special tokens and
@@ -111,17 +142,23 @@ func isTrimSpace(r rune) bool { return r == 'Ġ' || unicode.IsSpace(r) }
 // vals[i], where set, is token i's value when it is not the vocabulary's:
 // an added token's is the text it matched, with the whitespace lstrip and
 // rstrip took along (the library's Token.value, which trimming reads).
-func (t *Tokenizer) idsOffsets(text string) (ids []int32, offs []Offset, vals []string) {
+// words[i] is token i's word: the index of the split it came from (an
+// added token's own, or a pre-tokenizer word's), counted from 0 in text
+// as the library numbers a PreTokenizedString's splits.
+func (t *Tokenizer) idsOffsets(text string) (ids []int32, offs []Offset, vals []string, words []int32) {
 	pipe := t.pipe
 	if pipe == nil {
 		pipe = &pipeline{norm: bertNorm{t.norm}, pre: vocabWordsPreTok{}, model: wordPieceModel{&t.wp}}
 	}
 	src := alignedText(text)
+	var word int32
 	for _, rs := range t.raw.splits(src.s) {
 		if rs.tok != nil {
 			ids = append(ids, rs.tok.id)
 			offs = append(offs, src.span(rs.start, rs.end))
 			vals = setVal(vals, len(ids)-1, src.s[rs.start:rs.end])
+			words = append(words, word)
+			word++
 			continue
 		}
 		chunk := src.sub(rs.start, rs.end)
@@ -139,6 +176,8 @@ func (t *Tokenizer) idsOffsets(text string) (ids []int32, offs []Offset, vals []
 				ids = append(ids, ns.tok.id)
 				offs = append(offs, chunk.span(ns.start, ns.end))
 				vals = setVal(vals, len(ids)-1, chunk.s[ns.start:ns.end])
+				words = append(words, word)
+				word++
 				continue
 			}
 			if ns.start == ns.end {
@@ -146,21 +185,23 @@ func (t *Tokenizer) idsOffsets(text string) (ids []int32, offs []Offset, vals []
 			}
 			al := chunk.al[ns.start:ns.end]
 			p := piece{text: chunk.s[ns.start:ns.end], first: atStart && ns.start == 0, al: &al}
-			words := []piece{p}
+			split := []piece{p}
 			if pipe.pre != nil {
-				words = pipe.pre.split(nil, p)
+				split = pipe.pre.split(nil, p)
 			}
-			for _, w := range words {
+			for _, w := range split {
 				var spans []Offset
 				ids, spans = pipe.model.appendTokens(ids, spans, w.text)
 				wa := aligned{w.text, *w.al}
 				for _, sp := range spans {
 					offs = append(offs, wa.span(sp.Start, sp.End))
+					words = append(words, word)
 				}
+				word++
 			}
 		}
 	}
-	return ids, offs, vals
+	return ids, offs, vals, words
 }
 
 // setVal sets vals[i] = v, growing vals as needed.

@@ -195,6 +195,7 @@ type oracleOutput struct {
 	IDs     []int64  `json:"ids"`
 	TypeIDs []int64  `json:"type_ids"`
 	Offsets [][2]int `json:"offsets"` // in code points (the binding's unit)
+	Words   []*int   `json:"words"`   // windows.js only; null for the template's tokens
 	Error   string   `json:"error"`
 }
 
@@ -357,8 +358,8 @@ func charOffsetsOf(tok *Tokenizer, it corpusItem, e Encoding) []Offset {
 	if it.TextPair == nil {
 		return CharOffsets(it.Text, e.Offsets)
 	}
-	ia, _, _ := tok.idsOffsets(it.Text)
-	ib, _, _ := tok.idsOffsets(*it.TextPair)
+	ia, _, _, _ := tok.idsOffsets(it.Text)
+	ib, _, _, _ := tok.idsOffsets(*it.TextPair)
 	ka, kb := tok.truncatePair(ia, ib, tok.maxLen-tok.pair.numSpecial())
 	out := make([]Offset, 0, len(e.Offsets))
 	for _, item := range tok.pair {
