@@ -73,6 +73,21 @@ const (
 	ArchDebertaForToken    = "DebertaForTokenClassification"
 	ArchAlbertForToken     = "AlbertForTokenClassification"
 
+	// Extractive question answering (SQuAD readers): the base model
+	// without a pooler, then qa_outputs, an nn.Linear(hidden, 2) on every
+	// token whose two columns are the outputs "start_logits" and
+	// "end_logits" ([batch, sequence] each).
+	ArchBertForQA       = "BertForQuestionAnswering"
+	ArchDistilBertForQA = "DistilBertForQuestionAnswering"
+	ArchRobertaForQA    = "RobertaForQuestionAnswering"
+	ArchXLMRobertaForQA = "XLMRobertaForQuestionAnswering"
+	ArchCamembertForQA  = "CamembertForQuestionAnswering"
+	ArchElectraForQA    = "ElectraForQuestionAnswering"
+	ArchMPNetForQA      = "MPNetForQuestionAnswering"
+	ArchDebertaV2ForQA  = "DebertaV2ForQuestionAnswering"
+	ArchDebertaForQA    = "DebertaForQuestionAnswering"
+	ArchAlbertForQA     = "AlbertForQuestionAnswering"
+
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
 	// read as the base model (the encoder; the MLM head is not built).
@@ -84,20 +99,25 @@ const (
 // architecturesByType lists, per model_type, the architectures Build knows;
 // the first is the base model, used when config.json names none.
 var architecturesByType = map[string][]string{
-	ModelBERT:       {ArchBertModel, ArchBertForSequence, ArchBertForToken, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence},
-	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence, ArchDistilBertForToken},
-	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence, ArchRobertaForToken},
-	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence, ArchXLMRobertaForToken},
-	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence, ArchCamembertForToken},
-	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence, ArchElectraForToken},
-	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence, ArchMPNetForToken},
+	ModelBERT:       {ArchBertModel, ArchBertForSequence, ArchBertForToken, ArchBertForQA, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence},
+	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence, ArchDistilBertForToken, ArchDistilBertForQA},
+	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence, ArchRobertaForToken, ArchRobertaForQA},
+	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence, ArchXLMRobertaForToken, ArchXLMRobertaForQA},
+	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence, ArchCamembertForToken, ArchCamembertForQA},
+	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence, ArchElectraForToken, ArchElectraForQA},
+	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence, ArchMPNetForToken, ArchMPNetForQA},
 	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence, ArchModernBertForToken},
 	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
 	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
-	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence, ArchDebertaV2ForToken},
-	ModelDeBERTa:    {ArchDebertaModel, ArchDebertaForSequence, ArchDebertaForToken},
-	ModelALBERT:     {ArchAlbertModel, ArchAlbertForSequence, ArchAlbertForToken},
+	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence, ArchDebertaV2ForToken, ArchDebertaV2ForQA},
+	ModelDeBERTa:    {ArchDebertaModel, ArchDebertaForSequence, ArchDebertaForToken, ArchDebertaForQA},
+	ModelALBERT:     {ArchAlbertModel, ArchAlbertForSequence, ArchAlbertForToken, ArchAlbertForQA},
 }
+
+// questionAnswerers are the extractive question answering architectures
+// (outputs "start_logits" and "end_logits", [batch, sequence]).
+var questionAnswerers = []string{ArchBertForQA, ArchDistilBertForQA, ArchRobertaForQA, ArchXLMRobertaForQA, ArchCamembertForQA,
+	ArchElectraForQA, ArchMPNetForQA, ArchDebertaV2ForQA, ArchDebertaForQA, ArchAlbertForQA}
 
 // tokenClassifiers are the architectures that end in a per-token
 // classification head (output "logits" of [batch, sequence, labels]).
@@ -299,6 +319,17 @@ func (c *Config) IsClassifier() bool {
 func (c *Config) IsTokenClassifier() bool {
 	return slices.Contains(tokenClassifiers, c.Architecture)
 }
+
+// IsQuestionAnswering reports whether the architecture ends in an
+// extractive question answering head (outputs "start_logits" and
+// "end_logits").
+func (c *Config) IsQuestionAnswering() bool {
+	return slices.Contains(questionAnswerers, c.Architecture)
+}
+
+// perTokenHead reports whether the architecture's head runs on every
+// token of the base model's last_hidden_state (buildTokenHead).
+func (c *Config) perTokenHead() bool { return c.IsTokenClassifier() || c.IsQuestionAnswering() }
 
 // hasLabels reports whether the architecture's output is one logit per
 // label (of the sequence or of each token): id2label sizes it.
@@ -755,6 +786,11 @@ func (c *Config) Validate() error {
 	}
 	if c.hasLabels() && (len(c.Labels) < 1 || len(c.Labels) > maxLabels) {
 		return fail("id2label", "%d labels; a classifier needs 1 to %d", len(c.Labels), maxLabels)
+	}
+	if c.IsQuestionAnswering() && len(c.Labels) != 2 {
+		// qa_outputs is Linear(hidden, num_labels) split into the start and
+		// end columns: transformers' QA heads need exactly two.
+		return fail("num_labels", "%d for %s: a question answering head has 2 outputs (start and end)", len(c.Labels), c.Architecture)
 	}
 	if n := c.parameterCount(); n > maxParameters {
 		return fail("", "%d parameters is more than the %d sqc accepts", n, int64(maxParameters))

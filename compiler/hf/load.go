@@ -26,6 +26,8 @@ const (
 	outLogits       = "logits"
 	outLastHidden   = "last_hidden_state"
 	outPooler       = "pooler_output"
+	outStartLogits  = "start_logits" // a question answering head's
+	outEndLogits    = "end_logits"
 )
 
 // opset is the ONNX opset the built graph conforms to: 17 is the first
@@ -119,10 +121,10 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 
 	prefix := ""
-	if cfg.hasLabels() {
+	if cfg.hasLabels() || cfg.IsQuestionAnswering() {
 		prefix = cfg.ParamPrefix()
 	}
-	tokenHead := cfg.IsTokenClassifier()
+	tokenHead := cfg.perTokenHead()
 	if tokenHead {
 		// The base model is built (its pooler, which these checkpoints do
 		// not hold, served as zeros) and the head appended to its
@@ -178,7 +180,14 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 	if tokenHead {
 		buildTokenHead(b)
-		g.Outputs = []*compiler.Value{{Name: outLogits, DType: compiler.Float32, Shape: batchBy(seqDim, compiler.Dim{Size: int64(len(cfg.Labels))})}}
+		if cfg.IsQuestionAnswering() {
+			g.Outputs = []*compiler.Value{
+				{Name: outStartLogits, DType: compiler.Float32, Shape: batchBy(seqDim)},
+				{Name: outEndLogits, DType: compiler.Float32, Shape: batchBy(seqDim)},
+			}
+		} else {
+			g.Outputs = []*compiler.Value{{Name: outLogits, DType: compiler.Float32, Shape: batchBy(seqDim, compiler.Dim{Size: int64(len(cfg.Labels))})}}
+		}
 		g.RemoveUnused()
 	}
 	if b.err != nil {

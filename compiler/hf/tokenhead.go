@@ -1,8 +1,10 @@
 package hf
 
-// buildTokenHead appends a token classifier's head to the base model's
-// last_hidden_state and names its output "logits" ([batch, sequence,
-// labels]). Every *ForTokenClassification of transformers 4.46 is
+// buildTokenHead appends a per-token head to the base model's
+// last_hidden_state. A token classifier's output is "logits" ([batch,
+// sequence, labels]); a question answering model's qa_outputs, an
+// nn.Linear(hidden, 2), is split into "start_logits" and "end_logits"
+// ([batch, sequence]) as logits.split(1, dim=-1) and squeeze(-1) do. Every *ForTokenClassification of transformers 4.46 is
 // encoder -> (dropout) -> classifier, an nn.Linear(hidden, labels) under
 // "classifier" applied to each token; ModernBertForTokenClassification
 // first runs its ModernBertPredictionHead (dense, classifier_activation,
@@ -11,6 +13,13 @@ func buildTokenHead(b *builder) {
 	c := b.cfg
 	h, labels := c.HiddenSize, len(c.Labels)
 	x := outLastHidden
+	if c.IsQuestionAnswering() {
+		logits := b.linear(x, "qa_outputs", h, 2)
+		last := b.Ints("const.i64.[-1]", -1)
+		b.Rename(b.Op("Squeeze", "qa_outputs/start", b.columns(logits, "qa_outputs/start_column", 0, 1), last), outStartLogits)
+		b.Rename(b.Op("Squeeze", "qa_outputs/end", b.columns(logits, "qa_outputs/end_column", 1, 2), last), outEndLogits)
+		return
+	}
 	if c.ModelType == ModelModernBERT {
 		m := c.ModernBERT
 		dense := b.modernBertLinear(x, "head.dense", h, h, m.ClassifierBias)

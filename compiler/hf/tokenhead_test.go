@@ -2,6 +2,7 @@ package hf
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,16 +16,18 @@ import (
 	"github.com/sqc-dev/sqc/internal/testmodels"
 )
 
-// TestTokenClassifierOfEveryFamily turns each tiny model of a family with
-// a *ForTokenClassification into one (its encoder's parameters under the
-// task prefix, without a pooler, plus a random `classifier`) and checks
-// the built graph's logits against the head applied by hand, in float64,
-// to every token of the base model's last_hidden_state. PyTorch itself is
-// compared on the tiny token classifiers of TinyTokenModels (BERT, XLM-R,
-// DistilBERT, ModernBERT, whose head differs); this covers the families
-// those leave out (CamemBERT, ELECTRA, MPNet, ALBERT, DeBERTa v1 and v2)
-// and both kinds of source checkpoint (base and sequence classifier).
-func TestTokenClassifierOfEveryFamily(t *testing.T) {
+// TestTokenHeadsOfEveryFamily turns each tiny model of a family with a
+// *ForTokenClassification or *ForQuestionAnswering into one (its
+// encoder's parameters under the task prefix, without a pooler, plus a
+// random `classifier` or `qa_outputs`) and checks the built graph's
+// outputs against the head applied by hand, in float64, to every token of
+// the base model's last_hidden_state. PyTorch itself is compared on the
+// tiny models of TinyTokenModels and the QA ones (BERT, XLM-R,
+// DistilBERT, ModernBERT, whose token head differs); this covers the
+// families those leave out (CamemBERT, ELECTRA, MPNet, ALBERT, DeBERTa v1
+// and v2) and both kinds of source checkpoint (base and sequence
+// classifier).
+func TestTokenHeadsOfEveryFamily(t *testing.T) {
 	labels := []string{"O", "B-PER", "I-PER", "B-LOC", "I-LOC"}
 	covered := map[string]bool{}
 	for _, name := range slices.Concat(testmodels.TinyModels, testmodels.TinyDeBERTaModels) {
@@ -33,62 +36,73 @@ func TestTokenClassifierOfEveryFamily(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		arch := tokenArchitecture(cfg.ModelType)
-		if arch == "" || cfg.IsTokenClassifier() || cfg.ModelType == ModelModernBERT || cfg.IsJina() {
+		if cfg.perTokenHead() || cfg.ModelType == ModelModernBERT || cfg.IsJina() {
 			continue
 		}
-		covered[arch] = true
-		t.Run(name, func(t *testing.T) {
-			tok := tokenClassifierFolder(t, dir, cfg, arch, labels)
-			g, err := Load(tok)
-			if err != nil {
-				t.Fatal(err)
+		for _, arch := range architecturesByType[cfg.ModelType] {
+			qa := slices.Contains(questionAnswerers, arch)
+			if !qa && !slices.Contains(tokenClassifiers, arch) {
+				continue
 			}
-			if len(g.Outputs) != 1 || g.Outputs[0].Name != outLogits || shapeString(g.Outputs[0].Shape) != "[batch sequence 5]" {
-				t.Fatalf("outputs %v, want logits [batch, sequence, 5]", g.Outputs)
-			}
-			if g.Meta["id2label.3"] != "B-LOC" {
-				t.Errorf("Meta id2label.3 = %q, want B-LOC", g.Meta["id2label.3"])
-			}
-			enc, err := LoadEncoder(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := runGraph(t, g, ref.Inputs)[outLogits]
-			hidden := runGraph(t, enc, ref.Inputs)[outLastHidden]
-			w := g.Initializers
-			h := int(hidden.Shape[2])
-			var want []float32
-			for r := range len(hidden.F32) / h {
-				want = append(want, dense(hidden.F32[r*h:(r+1)*h], transposed(w["classifier.weight.T"]), w["classifier.bias"], nil)...)
-			}
-			if d := maxAbsDiff(got.F32, want); !(d <= onnxTolerance) {
-				t.Errorf("logits differ from classifier(last_hidden_state) by %.3g", d)
-			}
-		})
+			covered[arch] = true
+			t.Run(name+"/"+arch, func(t *testing.T) {
+				outs, want := "[logits: f32[batch, sequence, 5]]", []string{outLogits}
+				head, n := "classifier", len(labels)
+				if qa {
+					outs, want = "[start_logits: f32[batch, sequence] end_logits: f32[batch, sequence]]", []string{outStartLogits, outEndLogits}
+					head, n = "qa_outputs", 2
+				}
+				g, err := Load(taskFolder(t, dir, cfg, arch, head, labels, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fmt.Sprint(g.Outputs); got != outs {
+					t.Fatalf("outputs %s, want %s", got, outs)
+				}
+				if got := g.Meta["id2label.3"]; (got == "B-LOC") == qa {
+					t.Errorf("Meta id2label.3 = %q", got)
+				}
+				enc, err := LoadEncoder(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := runGraph(t, g, ref.Inputs)
+				hidden := runGraph(t, enc, ref.Inputs)[outLastHidden]
+				w := g.Initializers
+				h := int(hidden.Shape[2])
+				var logits []float32
+				for r := range len(hidden.F32) / h {
+					logits = append(logits, dense(hidden.F32[r*h:(r+1)*h], transposed(w[head+".weight.T"]), w[head+".bias"], nil)...)
+				}
+				for j, out := range want {
+					got := res[out].F32
+					if qa { // column j of the [tokens, 2] logits
+						var col []float32
+						for r := range len(logits) / 2 {
+							col = append(col, logits[2*r+j])
+						}
+						if d := maxAbsDiff(got, col); !(d <= onnxTolerance) {
+							t.Errorf("%s differs from qa_outputs(last_hidden_state)[..., %d] by %.3g", out, j, d)
+						}
+					} else if d := maxAbsDiff(got, logits); !(d <= onnxTolerance) {
+						t.Errorf("logits differ from classifier(last_hidden_state) by %.3g", d)
+					}
+				}
+			})
+		}
 	}
-	for _, arch := range tokenClassifiers {
+	for _, arch := range slices.Concat(tokenClassifiers, questionAnswerers) {
 		if !covered[arch] && arch != ArchModernBertForToken {
 			t.Errorf("%s: no tiny model of its family to build it from", arch)
 		}
 	}
 }
 
-// tokenArchitecture is the token classifier of a model_type, or "".
-func tokenArchitecture(modelType string) string {
-	for _, a := range architecturesByType[modelType] {
-		if slices.Contains(tokenClassifiers, a) {
-			return a
-		}
-	}
-	return ""
-}
-
-// tokenClassifierFolder writes dir's model as the token classifier arch
-// would be saved: config.json naming arch and labels, the encoder's
-// parameters under the task prefix (a base checkpoint's prefixed, a
-// classifier's head and every pooler dropped) and a random classifier.
-func tokenClassifierFolder(t *testing.T, dir string, cfg Config, arch string, labels []string) string {
+// taskFolder writes dir's model as the per-token task model arch would be
+// saved: config.json naming arch and labels, the encoder's parameters
+// under the task prefix (a base checkpoint's prefixed, a classifier's head
+// and every pooler dropped) and a random head Linear of n outputs.
+func taskFolder(t *testing.T, dir string, cfg Config, arch, head string, labels []string, n int) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
 	if err != nil {
@@ -103,6 +117,10 @@ func tokenClassifierFolder(t *testing.T, dir string, cfg Config, arch string, la
 		id2label[strconv.Itoa(i)], label2id[l] = l, i
 	}
 	raw["architectures"], raw["id2label"], raw["label2id"] = []string{arch}, id2label, label2id
+	if head == "qa_outputs" { // QA configs keep the default two labels
+		delete(raw, "id2label")
+		delete(raw, "label2id")
+	}
 	delete(raw, "num_labels")
 	st, err := OpenSafetensors(filepath.Join(dir, SafetensorsFile))
 	if err != nil {
@@ -125,15 +143,15 @@ func tokenClassifierFolder(t *testing.T, dir string, cfg Config, arch string, la
 		m.tensors[stored] = w
 	}
 	h := int64(cfg.HiddenSize)
-	rng := rand.New(rand.NewPCG(5, uint64(len(labels))))
-	weight, bias := compiler.NewTensor(compiler.Float32, int64(len(labels)), h), compiler.NewTensor(compiler.Float32, int64(len(labels)))
+	rng := rand.New(rand.NewPCG(5, uint64(n)))
+	weight, bias := compiler.NewTensor(compiler.Float32, int64(n), h), compiler.NewTensor(compiler.Float32, int64(n))
 	for i := range weight.F32 {
 		weight.F32[i] = float32(rng.NormFloat64()) / 4
 	}
 	for i := range bias.F32 {
 		bias.F32[i] = float32(rng.NormFloat64())
 	}
-	m.tensors["classifier.weight"], m.tensors["classifier.bias"] = weight, bias
+	m.tensors[head+".weight"], m.tensors[head+".bias"] = weight, bias
 	return m.write(t)
 }
 

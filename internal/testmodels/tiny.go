@@ -175,6 +175,19 @@ const (
 // TinyTokenModels lists the tiny token classifiers.
 var TinyTokenModels = []string{TinyBertTok, TinyXLMRTok, TinyDistilBertTok, TinyModernBertTok}
 
+// Tiny extractive question answering models (gen/make_tokencls.py): the
+// encoder without its pooler and qa_outputs on every token, outputs
+// "start_logits" and "end_logits" ([batch, sequence]).
+const (
+	// BertForQuestionAnswering, gelu, token types, opset 14.
+	TinyBertQA = "bert-qa-gelu"
+	// DistilBertForQuestionAnswering, gelu, opset 17.
+	TinyDistilBertQA = "distilbert-qa-gelu"
+)
+
+// TinyQAModels lists the tiny question answering models.
+var TinyQAModels = []string{TinyBertQA, TinyDistilBertQA}
+
 // TinyModernBertModels lists the tiny ModernBERT models.
 var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase, TinyModernBertTok}
 
@@ -182,7 +195,8 @@ var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase, TinyM
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
 	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls, TinyNomicBase, TinyNomicCls, TinyNomicGelu,
-	TinyAlbertCls, TinyAlbertBase, TinyBertTok, TinyXLMRTok, TinyDistilBertTok, TinyModernBertTok}
+	TinyAlbertCls, TinyAlbertBase, TinyBertTok, TinyXLMRTok, TinyDistilBertTok, TinyModernBertTok,
+	TinyBertQA, TinyDistilBertQA}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

@@ -1,5 +1,5 @@
-"""Tiny random-weight token classifiers (config.json, model.safetensors and
-the ONNX export) for sqc's tests, after transformers 4.46's
+"""Tiny random-weight token classifiers and question answering models
+(config.json, model.safetensors and the ONNX export) for sqc's tests, after transformers 4.46's
 *ForTokenClassification: the encoder built without its pooler
 (add_pooling_layer=False), dropout (the identity in eval mode) and
 `classifier`, an nn.Linear(hidden_size, num_labels) on every token's hidden
@@ -8,7 +8,9 @@ state; ModernBertForTokenClassification first runs its prediction head
 make_modernbert.py's; the labels are CoNLL-2003's IOB tags, as NER models
 (dslim/bert-base-NER and its kin) name them. The output is "logits",
 [batch, sequence, labels], with dynamic batch and sequence axes in the
-export. Run with the same arguments as make_models.py:
+export. *ForQuestionAnswering is the encoder without its pooler and
+qa_outputs, an nn.Linear(hidden_size, 2) on every token, split into
+"start_logits" and "end_logits" ([batch, sequence]). Run with the same arguments as make_models.py:
 
     /usr/bin/python3 internal/testmodels/gen/make_tokencls.py [--out DIR]
 """
@@ -81,11 +83,43 @@ class ModernBertForTokenClassification(nn.Module):
         return self.classifier(self.drop(self.head(self.model(input_ids, attention_mask))))
 
 
+class BertForQuestionAnswering(nn.Module):
+    """qa_outputs on every token, split into start and end logits."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.bert = make_models.BertModel(c, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(c["hidden_size"], 2)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        bert = self.bert
+        hidden = bert.encoder(bert.embeddings(input_ids, token_type_ids), make_models.extended_attention_mask(attention_mask))
+        return split_start_end(self.qa_outputs(hidden))
+
+
+class DistilBertForQuestionAnswering(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.distilbert = make_models.DistilBertModel(c)
+        self.dropout = nn.Dropout(c["qa_dropout"])
+        self.qa_outputs = nn.Linear(c["dim"], 2)
+
+    def forward(self, input_ids, attention_mask):
+        return split_start_end(self.qa_outputs(self.dropout(self.distilbert(input_ids, attention_mask))))
+
+
+def split_start_end(logits):
+    start_logits, end_logits = logits.split(1, dim=-1)
+    return start_logits.squeeze(-1).contiguous(), end_logits.squeeze(-1).contiguous()
+
+
 CLASSES = {
     "BertForTokenClassification": BertForTokenClassification,
     "XLMRobertaForTokenClassification": RobertaForTokenClassification,
     "DistilBertForTokenClassification": DistilBertForTokenClassification,
     "ModernBertForTokenClassification": ModernBertForTokenClassification,
+    "BertForQuestionAnswering": BertForQuestionAnswering,
+    "DistilBertForQuestionAnswering": DistilBertForQuestionAnswering,
 }
 
 # name, config, opset: BERT with token types (opset 14), XLM-R without
@@ -98,6 +132,9 @@ TINY = [
     ("distilbert-tok-gelu", ner_labels(make_models.distilbert_config("DistilBertForTokenClassification", 120, 32, 2, 2, 64, "gelu", 64)), 17),
     ("modernbert-tok-gelu", ner_labels(dict(make_modernbert.modernbert_config("ModernBertForTokenClassification", 140, 32, 4, 2, 48, "gelu",
                                                                               "cls", 8), classifier_bias=True)), 14),
+    # question answering: start_logits and end_logits, [batch, sequence]
+    ("bert-qa-gelu", make_models.bert_config("BertForQuestionAnswering", 120, 48, 2, 4, 96, "gelu", 64), 14),
+    ("distilbert-qa-gelu", make_models.distilbert_config("DistilBertForQuestionAnswering", 120, 32, 2, 2, 64, "gelu", 64), 17),
 ]
 
 
@@ -108,7 +145,8 @@ def build(name, c, opset, out_dir, seed, lengths, published=False):
     model.eval()
     batch = make_models.make_batch(c, seed + 1, lengths)
     names = make_models.input_names(c)
-    tinyexport.write(out_dir, name, c, model, batch, names, ["logits"], opset, published, per_token=("logits",))
+    outs = ["start_logits", "end_logits"] if c["architectures"][0].endswith("ForQuestionAnswering") else ["logits"]
+    tinyexport.write(out_dir, name, c, model, batch, names, outs, opset, published, per_token=outs)
 
 
 def main():
