@@ -18,6 +18,10 @@ type Encoding struct {
 	// as the tokenizers library's word_ids numbers them; -1 for the
 	// template's tokens and padding.
 	Words []int32
+	// Sequences, set with Offsets, says whose token each position is: 0
+	// for the (first) text's, 1 for the second's, -1 for the template's
+	// and padding (the library's sequence_ids).
+	Sequences []int8
 }
 
 // Len is the number of positions, padding included.

@@ -195,7 +195,7 @@ func TestTokenizerJSONVariants(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEqual(t, "BertProcessing pair", tok.EncodePair("hello", "world"),
-		Encoding{[]int64{idCLS, idHello, idSEP, idWorld, idSEP}, []int64{1, 1, 1, 1, 1}, []int64{0, 0, 0, 1, 1}, nil, nil})
+		Encoding{[]int64{idCLS, idHello, idSEP, idWorld, idSEP}, []int64{1, 1, 1, 1, 1}, []int64{0, 0, 0, 1, 1}, nil, nil, nil})
 
 	// A cased normalizer without CJK handling, truncation, a padding id,
 	// and added tokens: "<Raw>" matched as written, "Playful" matched after

@@ -14,6 +14,7 @@ func (t *Tokenizer) EncodeWithOffsets(text string) Encoding {
 	e := t.assemble(t.single, a, nil, 0)
 	e.Offsets = t.templateOffsets(t.single, t.trim(text, ids, a, offs, vals), nil, e.Len())
 	e.Words = templateWords(t.single, kept(ids, a, words), nil, e.Len())
+	e.Sequences = templateSequences(t.single, len(a), 0, e.Len())
 	return e
 }
 
@@ -26,6 +27,7 @@ func (t *Tokenizer) EncodePairWithOffsets(a, b string) Encoding {
 	e := t.assemble(t.pair, ka, kb, 0)
 	e.Offsets = t.templateOffsets(t.pair, t.trim(a, ia, ka, oa, va), t.trim(b, ib, kb, ob, vb), e.Len())
 	e.Words = templateWords(t.pair, kept(ia, ka, wa), kept(ib, kb, wb), e.Len())
+	e.Sequences = templateSequences(t.pair, len(ka), len(kb), e.Len())
 	return e
 }
 
@@ -34,6 +36,29 @@ func (t *Tokenizer) EncodePairWithOffsets(a, b string) Encoding {
 func kept(ids, keptIDs []int32, words []int32) []int32 {
 	lo := cap(ids) - cap(keptIDs)
 	return words[lo : lo+len(keptIDs)]
+}
+
+// templateSequences is the sequence of each position of an encoding of tp
+// with la tokens of A and lb of B (assemble's layout): 0 or 1 for A's and
+// B's tokens, -1 for the template's and padding.
+func templateSequences(tp template, la, lb, length int) []int8 {
+	out := make([]int8, 0, length)
+	for _, it := range tp {
+		n, seq := len(it.ids), int8(-1)
+		switch it.seq {
+		case 0:
+			n, seq = la, 0
+		case 1:
+			n, seq = lb, 1
+		}
+		for range n {
+			out = append(out, seq)
+		}
+	}
+	for len(out) < length {
+		out = append(out, -1)
+	}
+	return out
 }
 
 // templateWords lays words out as fill lays ids: the template's special

@@ -194,8 +194,9 @@ func oracleDir(t testing.TB) string {
 type oracleOutput struct {
 	IDs     []int64  `json:"ids"`
 	TypeIDs []int64  `json:"type_ids"`
-	Offsets [][2]int `json:"offsets"` // in code points (the binding's unit)
-	Words   []*int   `json:"words"`   // windows.js only; null for the template's tokens
+	Offsets [][2]int `json:"offsets"`   // in code points (the binding's unit)
+	Words   []*int   `json:"words"`     // windows.js only; null for the template's tokens
+	Seqs    []*int   `json:"sequences"` // windows.js only; null for the template's tokens
 	Error   string   `json:"error"`
 }
 

@@ -132,7 +132,7 @@ func TestEncode(t *testing.T) {
 			TokenTypeIDs:  []int64{0, 0, 0, 0, 0, 0, 0},
 		}
 		checkEqual(t, name+" Encode", e, want)
-		checkEqual(t, name+" Encode empty", tok.Encode(""), Encoding{[]int64{idCLS, idSEP}, []int64{1, 1}, []int64{0, 0}, nil, nil})
+		checkEqual(t, name+" Encode empty", tok.Encode(""), Encoding{[]int64{idCLS, idSEP}, []int64{1, 1}, []int64{0, 0}, nil, nil, nil})
 	}
 }
 
@@ -146,7 +146,7 @@ func TestEncodePair(t *testing.T) {
 		}
 		checkEqual(t, name+" EncodePair", e, want)
 		checkEqual(t, name+" EncodePair empty", tok.EncodePair("", ""),
-			Encoding{[]int64{idCLS, idSEP, idSEP}, []int64{1, 1, 1}, []int64{0, 0, 1}, nil, nil})
+			Encoding{[]int64{idCLS, idSEP, idSEP}, []int64{1, 1, 1}, []int64{0, 0, 1}, nil, nil, nil})
 	}
 }
 
@@ -222,9 +222,9 @@ func TestEncodeBatchPadding(t *testing.T) {
 	tok := testTokenizer(t, Options{Lowercase: true})
 	batch := tok.EncodeBatch([]string{"hello", "hello world the", ""}, 0)
 	want := []Encoding{
-		{[]int64{idCLS, idHello, idSEP, idPad, idPad}, []int64{1, 1, 1, 0, 0}, []int64{0, 0, 0, 0, 0}, nil, nil},
-		{[]int64{idCLS, idHello, idWorld, 13, idSEP}, []int64{1, 1, 1, 1, 1}, []int64{0, 0, 0, 0, 0}, nil, nil},
-		{[]int64{idCLS, idSEP, idPad, idPad, idPad}, []int64{1, 1, 0, 0, 0}, []int64{0, 0, 0, 0, 0}, nil, nil},
+		{[]int64{idCLS, idHello, idSEP, idPad, idPad}, []int64{1, 1, 1, 0, 0}, []int64{0, 0, 0, 0, 0}, nil, nil, nil},
+		{[]int64{idCLS, idHello, idWorld, 13, idSEP}, []int64{1, 1, 1, 1, 1}, []int64{0, 0, 0, 0, 0}, nil, nil, nil},
+		{[]int64{idCLS, idSEP, idPad, idPad, idPad}, []int64{1, 1, 0, 0, 0}, []int64{0, 0, 0, 0, 0}, nil, nil, nil},
 	}
 	if len(batch) != len(want) {
 		t.Fatalf("%d encodings, want %d", len(batch), len(want))
@@ -238,7 +238,7 @@ func TestEncodeBatchPadding(t *testing.T) {
 
 	fixed := tok.EncodeBatch([]string{"hello"}, 8)
 	checkEqual(t, "EncodeBatch padTo", fixed[0], Encoding{
-		[]int64{idCLS, idHello, idSEP, 0, 0, 0, 0, 0}, []int64{1, 1, 1, 0, 0, 0, 0, 0}, make([]int64, 8), nil, nil})
+		[]int64{idCLS, idHello, idSEP, 0, 0, 0, 0, 0}, []int64{1, 1, 1, 0, 0, 0, 0, 0}, make([]int64, 8), nil, nil, nil})
 	if tok.PadID() != idPad {
 		t.Errorf("PadID() = %d", tok.PadID())
 	}

@@ -45,6 +45,7 @@ func (t *Tokenizer) EncodePairWindows(a, b string, maxLen, stride int) ([]Encodi
 		e := t.assemble(t.pair, ia, kb, 0)
 		e.Offsets = t.templateOffsets(t.pair, offA, t.trim(b, ib, kb, ob, vb), e.Len())
 		e.Words = templateWords(t.pair, wa, kept(ib, kb, wb), e.Len())
+		e.Sequences = templateSequences(t.pair, len(ia), len(kb), e.Len())
 		out = append(out, e)
 		if hi == len(ib) {
 			return out, nil

@@ -124,6 +124,14 @@ func windowsDiff(p corpusItem, first int, typesB bool, got []Encoding, want []or
 		if !slices.Equal(e.InputIDs, want[k].IDs) || (k == 0 || typesB) && !slices.Equal(e.TokenTypeIDs, want[k].TypeIDs) {
 			return "window " + strconv.Itoa(k) + ": ids or types differ: got " + fmt.Sprint(e.InputIDs, e.TokenTypeIDs) + " want " + fmt.Sprint(want[k].IDs, want[k].TypeIDs)
 		}
+		for j, q := range e.Sequences {
+			if w := want[k].Seqs[j]; (w == nil) != (q < 0) || w != nil && *w != int(q) {
+				return "window " + strconv.Itoa(k) + ": sequences differ: got " + fmt.Sprint(e.Sequences)
+			}
+		}
+		if len(e.Sequences) != len(want[k].Seqs) {
+			return "window " + strconv.Itoa(k) + ": sequences differ in length"
+		}
 		if !sameWords(e.Words, want[k].Words, first) {
 			return "window " + strconv.Itoa(k) + ": words differ: got " + fmt.Sprint(e.Words) + " want " + fmt.Sprint(want[k].Words)
 		}

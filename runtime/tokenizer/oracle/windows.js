@@ -23,7 +23,7 @@ async function main() {
   const len = async (a, b, special) => (await plain.encode(a, b, { addSpecialTokens: special })).getIds().length;
   const inputs = fs.readFileSync(corpusFile, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l));
   const out = fs.openSync(outFile, 'w');
-  const one = (e) => ({ ids: e.getIds(), type_ids: e.getTypeIds(), offsets: e.getOffsets(), words: e.getWordIds() });
+  const one = (e) => ({ ids: e.getIds(), type_ids: e.getTypeIds(), offsets: e.getOffsets(), words: e.getWordIds(), sequences: e.getSequenceIds() });
   for (const x of inputs) {
     let line;
     try {
