@@ -38,6 +38,9 @@ type headLayout struct {
 
 // runtimeVersion is the modelrt support version the package needs.
 func (g *gen) runtimeVersion() int {
+	if start, _ := g.questionAnswerer(); start != nil {
+		return max(RuntimeVersion, questionAnswererVersion)
+	}
 	if g.tokenClassifier() {
 		return max(RuntimeVersion, tokenClassifierVersion)
 	}

@@ -26,7 +26,7 @@ func (g *gen) classifier() bool {
 // Embed: the first [batch, seq, H] output of an encoder without a
 // classifier head (last_hidden_state).
 func (g *gen) embedOutput() *output {
-	if g.tok == nil || g.labeled() {
+	if start, _ := g.questionAnswerer(); g.tok == nil || g.labeled() || start != nil {
 		return nil
 	}
 	for i := range g.outs {
@@ -93,6 +93,13 @@ func (g *gen) modelFile() *jen.File {
 	if g.classifier() {
 		f.Comment("Prediction is Classify's answer for one text.")
 		f.Type().Id("Prediction").Op("=").Qual(pkgModelrt, "Prediction")
+	}
+	if start, _ := g.questionAnswerer(); start != nil {
+		f.Comment("QAOptions are Answer's parameters (the zero value: the pipeline's defaults), Answer one of its answers.")
+		f.Type().Defs(
+			jen.Id("QAOptions").Op("=").Qual(pkgModelrt, "QAOptions"),
+			jen.Id("Answer").Op("=").Qual(pkgModelrt, "Answer"),
+		)
 	}
 	if g.tokenClassifier() {
 		f.Comment("TokenPrediction is TagTokens' answer for one token, Entity Entities' for a run of them.")
@@ -190,6 +197,12 @@ func (g *gen) modelFile() *jen.File {
 	}
 	if g.tokenClassifier() {
 		g.classifyTokens(f)
+	}
+	if start, end := g.questionAnswerer(); start != nil {
+		g.answer(f, start, end)
+	}
+	if start, _ := g.questionAnswerer(); start != nil || g.tokenClassifier() {
+		g.batchOfEncodings(f)
 	}
 	if g.scoring() != "" {
 		g.scoreMethods(f)

@@ -12,6 +12,37 @@ import (
 // TemplateTokens).
 const tokenClassifierVersion = 4
 
+// questionAnswererVersion is the runtime version of a question
+// answering model's package (modelrt.SupportVersion5: QAOptions, Answer,
+// Answers, and tokenizer.EncodePairWindows).
+const questionAnswererVersion = 5
+
+// questionAnswerer returns the start and end logits of a package that
+// gets Answer: an extractive question answering model's two [batch,
+// sequence] outputs, start_logits and end_logits (the names transformers
+// and its exporters give them).
+func (g *gen) questionAnswerer() (start, end *output) {
+	if g.tok == nil || len(g.outs) != 2 {
+		return nil, nil
+	}
+	for i := range g.outs {
+		o := &g.outs[i]
+		if !o.perSeq || o.slot.width != 1 {
+			return nil, nil
+		}
+		switch o.slot.name {
+		case "start_logits":
+			start = o
+		case "end_logits":
+			end = o
+		}
+	}
+	if start == nil || end == nil {
+		return nil, nil
+	}
+	return start, end
+}
+
 // tokenClassifier reports whether the package gets TagTokens and
 // Entities: one [batch, sequence, L] output and L labels (a
 // *ForTokenClassification's logits, one row per token).
@@ -31,8 +62,7 @@ func (g *gen) labelsFunc(f *jen.File) {
 	f.Line()
 }
 
-// classifyTokens writes a token classifier's TagTokens and Entities, and
-// batchOf, which TagTokens fills its Batch with.
+// classifyTokens writes a token classifier's TagTokens and Entities.
 func (g *gen) classifyTokens(f *jen.File) {
 	out := g.outs[0]
 	encoding := jen.Qual(pkgTokenizer, "Encoding")
@@ -72,5 +102,29 @@ func (g *gen) classifyTokens(f *jen.File) {
 		jen.Return(jen.Id("ents"), jen.Nil()),
 	)
 	f.Line()
-	g.encoder(f, "batchOf puts encodings into a Batch.", "batchOf", "encs", jen.Index().Add(encoding), "x", jen.Id("x"))
+}
+
+// batchOfEncodings writes batchOf, which puts tokenizer encodings into a
+// Batch (TagTokens', Answer's).
+func (g *gen) batchOfEncodings(f *jen.File) {
+	g.encoder(f, "batchOf puts encodings into a Batch.", "batchOf", "encs", jen.Index().Qual(pkgTokenizer, "Encoding"), "x", jen.Id("x"))
+}
+
+// answer writes a question answering model's Answer.
+func (g *gen) answer(f *jen.File, start, end *output) {
+	f.Comment("Answer finds the answers to question in text as transformers' question-answering")
+	f.Comment("pipeline does: question and text are encoded in windows of opts.MaxSeqLen tokens")
+	f.Comment("(384 or MaxSequence) that share opts.DocStride of the text's, the model scores every")
+	f.Comment("token as an answer's start and end, and the best spans of at most opts.MaxAnswerLen")
+	f.Comment("tokens are returned, best first, as byte spans of text (text[Start:End]); the zero")
+	f.Comment("QAOptions are the pipeline's defaults (runtime/modelrt.Answers).")
+	f.Func().Params(jen.Id("m").Op("*").Id("Model")).Id("Answer").Params(jen.Id("ctx").Qual("context", "Context"), jen.List(jen.Id("question"), jen.Id("text")).String(), jen.Id("opts").Id("QAOptions")).Params(jen.Index().Id("Answer"), jen.Error()).Block(
+		jen.Id("opts").Op("=").Id("opts").Dot("Defaults").Call(jen.Id("MaxSequence")),
+		jen.List(jen.Id("windows"), jen.Err()).Op(":=").Id("m").Dot("tok").Dot("EncodePairWindows").Call(jen.Id("question"), jen.Id("text"), jen.Id("opts").Dot("MaxSeqLen"), jen.Id("opts").Dot("DocStride")),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit("%w: %w"), jen.Id("ErrInvalidInput"), jen.Err()))),
+		jen.List(jen.Id("out"), jen.Err()).Op(":=").Id("m").Dot("Run").Call(jen.Id("ctx"), jen.Id("m").Dot("batchOf").Call(jen.Id("windows"))),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
+		jen.Return(jen.Qual(pkgModelrt, "Answers").Call(jen.Id("windows"), jen.Id("out").Dot(start.field), jen.Id("out").Dot(end.field), jen.Id("opts")), jen.Nil()),
+	)
+	f.Line()
 }

@@ -44,6 +44,12 @@ const SupportVersion3 = 3
 // version 4.
 const SupportVersion4 = 4
 
+// SupportVersion5 exists while this runtime can run packages generated
+// for runtime version 5: version 4 plus extractive question answering
+// (QAOptions, Answer, Answers, tokenizer.EncodePairWindows). Only question
+// answering models' packages are generated for version 5.
+const SupportVersion5 = 5
+
 // CurrentVersion is the generated-code version this runtime was written
 // for; `sqc compile` emits packages of this version.
 const CurrentVersion = 2
