@@ -9,12 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqc-dev/sqc/compiler"
-	sqcexec "github.com/sqc-dev/sqc/compiler/exec"
 	"github.com/sqc-dev/sqc/compiler/hf"
 	"github.com/sqc-dev/sqc/internal/gentest"
 	"github.com/sqc-dev/sqc/internal/infer"
-	"github.com/sqc-dev/sqc/passes"
 	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
@@ -68,32 +65,7 @@ func TestQuestionAnsweringPackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a generated package")
 	}
-	cfg, err := hf.Preset("bert-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Architecture, cfg.Labels = hf.ArchBertForQA, []string{"LABEL_0", "LABEL_1"}
-	g, err := hf.Build(cfg, hf.RandomWeights(13))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.Run(g, passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic}), passes.Options{CheckIR: true}); err != nil {
-		t.Fatal(err)
-	}
-	prog, err := sqcexec.Compile(g, sqcexec.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	opts := demoOptions(t)
-	opts.Package, opts.ModelName, opts.Labels, opts.MaxBatch = "m", "bert-tiny-qa-random", nil, 3
-	pkg, err := Generate(prog.Schedule, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, prog, opts, pkg := randomTaskPackage(t, hf.ArchBertForQA, []string{"LABEL_0", "LABEL_1"}, 13, 3)
 	model := string(pkg.Files["model.go"])
 	for _, want := range []string{"func (m *Model) Answer(", "modelrt.SupportVersion5", "StartLogits [][]float32"} {
 		if !strings.Contains(model, want) {

@@ -66,33 +66,8 @@ func TestTokenClassifierPackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a generated package")
 	}
-	cfg, err := hf.Preset("bert-tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
 	labels := []string{"O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"}
-	cfg.Architecture, cfg.Labels = hf.ArchBertForToken, labels
-	g, err := hf.Build(cfg, hf.RandomWeights(11))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.Run(g, passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic}), passes.Options{CheckIR: true}); err != nil {
-		t.Fatal(err)
-	}
-	prog, err := sqcexec.Compile(g, sqcexec.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	opts := demoOptions(t)
-	opts.Package, opts.ModelName, opts.Labels, opts.MaxBatch = "m", "bert-tiny-ner-random", labels, 2
-	pkg, err := Generate(prog.Schedule, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, prog, opts, pkg := randomTaskPackage(t, hf.ArchBertForToken, labels, 11, 2)
 	model := string(pkg.Files["model.go"])
 	for _, want := range []string{"func (m *Model) TagTokens(", "func (m *Model) Entities(", "func Labels() []string", "NumLabels = 9", "modelrt.SupportVersion4"} {
 		if !strings.Contains(model, want) {
@@ -152,4 +127,41 @@ func TestTokenClassifierPackage(t *testing.T) {
 		t.Errorf("%d tags for %q: the template's tokens only?", n, texts[0])
 	}
 	t.Logf("%d texts: tags and %d entities as exec's logits give them", len(texts), entities)
+}
+
+// randomTaskPackage builds BERT-tiny as arch with random weights (seed),
+// dynamic INT8, and the package of its program for the demo tokenizer
+// (MaxBatch maxBatch); the program is closed when the test ends.
+func randomTaskPackage(t *testing.T, arch string, labels []string, seed uint64, maxBatch int) (*compiler.Graph, *sqcexec.Program, Options, *Package) {
+	t.Helper()
+	cfg, err := hf.Preset("bert-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Architecture, cfg.Labels = arch, labels
+	g, err := hf.Build(cfg, hf.RandomWeights(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.RunPipeline(g, passes.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.Run(g, passes.QuantPipeline(nil, passes.QuantOptions{Act: compiler.QLinearDynamic}), passes.Options{CheckIR: true}); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := sqcexec.Compile(g, sqcexec.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prog.Close)
+	opts := demoOptions(t)
+	opts.Package, opts.ModelName, opts.Labels, opts.MaxBatch = "m", "bert-tiny-"+arch+"-random", labels, maxBatch
+	if arch == hf.ArchBertForQA {
+		opts.Labels = nil // no class names: start and end
+	}
+	pkg, err := Generate(prog.Schedule, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, prog, opts, pkg
 }

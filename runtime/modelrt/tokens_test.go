@@ -182,6 +182,13 @@ func sequence(id string) any {
 // post_processor replaced.
 func withTemplate(t *testing.T, post map[string]any) *tokenizer.Tokenizer {
 	t.Helper()
+	return editedBERT(t, func(doc map[string]any) { doc["post_processor"] = post })
+}
+
+// editedBERT loads the tokenizer package's BERT tokenizer.json after edit
+// changed its JSON.
+func editedBERT(t *testing.T, edit func(doc map[string]any)) *tokenizer.Tokenizer {
+	t.Helper()
 	data, err := os.ReadFile("../tokenizer/testdata/tokenizer.json")
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +197,7 @@ func withTemplate(t *testing.T, post map[string]any) *tokenizer.Tokenizer {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["post_processor"] = post
+	edit(doc)
 	if data, err = json.Marshal(doc); err != nil {
 		t.Fatal(err)
 	}

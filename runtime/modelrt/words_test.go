@@ -1,10 +1,7 @@
 package modelrt
 
 import (
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -172,32 +169,15 @@ func TestAggregateWordsNonASCII(t *testing.T) {
 // cased, with BERT's template.
 func wordLevelTokenizer(t *testing.T, words ...string) *tokenizer.Tokenizer {
 	t.Helper()
-	data, err := os.ReadFile("../tokenizer/testdata/tokenizer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	vocab := map[string]any{"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
-	for i, w := range words {
-		vocab[w] = 5 + i
-	}
-	doc["normalizer"] = nil
-	doc["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
-	doc["model"] = map[string]any{"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}
-	if data, err = json.Marshal(doc); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "tokenizer.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.FromTokenizerJSON(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := editedBERT(t, func(doc map[string]any) {
+		vocab := map[string]any{"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
+		for i, w := range words {
+			vocab[w] = 5 + i
+		}
+		doc["normalizer"] = nil
+		doc["pre_tokenizer"] = map[string]any{"type": "Whitespace"}
+		doc["model"] = map[string]any{"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}
+	})
 	if tok.ContinuingSubwordPrefix() != "" {
 		t.Fatalf("a WordLevel tokenizer has prefix %q", tok.ContinuingSubwordPrefix())
 	}

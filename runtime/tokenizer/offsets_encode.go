@@ -64,7 +64,19 @@ func templateSequences(tp template, la, lb, length int) []int8 {
 // templateWords lays words out as fill lays ids: the template's special
 // tokens and padding get -1.
 func templateWords(tp template, a, b []int32, length int) []int32 {
-	out := make([]int32, 0, length)
+	return templateLayout(tp, a, b, -1, length)
+}
+
+// templateOffsets lays offsets out as fill lays ids: special tokens and
+// padding get Offset{0, 0}.
+func (t *Tokenizer) templateOffsets(tp template, a, b []Offset, length int) []Offset {
+	return templateLayout(tp, a, b, Offset{}, length)
+}
+
+// templateLayout lays a per-token value out as fill lays ids: A's values,
+// B's, and special for the template's tokens and the padding up to length.
+func templateLayout[T any](tp template, a, b []T, special T, length int) []T {
+	out := make([]T, 0, length)
 	for _, it := range tp {
 		switch it.seq {
 		case 0:
@@ -73,31 +85,14 @@ func templateWords(tp template, a, b []int32, length int) []int32 {
 			out = append(out, b...)
 		default:
 			for range it.ids {
-				out = append(out, -1)
+				out = append(out, special)
 			}
 		}
 	}
 	for len(out) < length {
-		out = append(out, -1)
+		out = append(out, special)
 	}
 	return out
-}
-
-// templateOffsets lays offsets out as fill lays ids: special tokens and
-// padding get Offset{0, 0}.
-func (t *Tokenizer) templateOffsets(tp template, a, b []Offset, length int) []Offset {
-	out := make([]Offset, 0, length)
-	for _, it := range tp {
-		switch it.seq {
-		case 0:
-			out = append(out, a...)
-		case 1:
-			out = append(out, b...)
-		default:
-			out = append(out, make([]Offset, len(it.ids))...)
-		}
-	}
-	return append(out, make([]Offset, length-len(out))...)
 }
 
 // trim returns the offsets of the tokens truncation kept (kept is a

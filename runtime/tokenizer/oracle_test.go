@@ -208,16 +208,23 @@ func runOracle(t testing.TB, dir, tokFile, corpusFile string) []oracleOutput {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("oracle on %s: %v\n%s", tokFile, err, msg)
 	}
-	f, err := os.Open(out)
+	return readJSONLines[oracleOutput](t, out)
+}
+
+// readJSONLines reads a file of one JSON value per line (the oracles'
+// outputs).
+func readJSONLines[T any](t testing.TB, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var res []oracleOutput
+	var res []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<26)
 	for sc.Scan() {
-		var o oracleOutput
+		var o T
 		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,6 @@
 package tokenizer
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -119,25 +117,7 @@ func pairsOf(offs []Offset) [][2]int {
 
 func readSPOutputs(t testing.TB, path string) []spOutput {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var res []spOutput
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() {
-		var o spOutput
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
-		res = append(res, o)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return readJSONLines[spOutput](t, path)
 }
 
 // TestSentencePieceLoad checks Load's use of the model files and the

@@ -1,11 +1,8 @@
 package tokenizer
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -185,23 +182,5 @@ func runWindowsOracle(t testing.TB, dir, tokFile, corpusFile string, maxLen, str
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("oracle on %s: %v\n%s", tokFile, err, msg)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var res []windowsOutput
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() {
-		var o windowsOutput
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
-		res = append(res, o)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return readJSONLines[windowsOutput](t, out)
 }
