@@ -25,7 +25,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "an .onnx file or a HuggingFace directory"},
 			&cli.BoolFlag{Name: "fp32", Usage: "run the FP32 reference interpreter"},
 			&cli.BoolFlag{Name: "int8", Usage: "calibrate, SmoothQuant and quantise, then run the INT8 engine"},
-			&cli.StringFlag{Name: "texts", Usage: "one text per line, a .tsv with a `sentence` column, or a .tsv of pairs (`sentence1` and `sentence2`, or `query` and `document`, columns) for a classifier of pairs"},
+			&cli.StringFlag{Name: "texts", Usage: "one text per line, a .tsv with a `sentence` column, or a .tsv of pairs (`sentence1` and `sentence2`, or `query` and `document`, columns) for a classifier of pairs, or of `question` and `context` columns for a question answering model"},
 			&cli.StringFlag{Name: "ids", Usage: "pre-tokenized inputs, one JSON object per line"},
 			vocabFlag(),
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "inputs per forward pass"},
@@ -76,11 +76,22 @@ func runCommand() *cli.Command {
 					return err
 				}
 			}
+			var qaWins [][]tokenizer.Encoding // a question answering model's windows, per pair
 			if pairs != nil {
 				if err := head.acceptsPairs(c.String("texts")); err != nil {
 					return err
 				}
-				exs = pairExamples(tok, pairs)
+				if isQuestionAnswering(g) {
+					maxSeq := tok.MaxLength()
+					if p := modelLimits(g).positions.rows; p > 0 {
+						maxSeq = min(maxSeq, int(p))
+					}
+					if exs, qaWins, err = qaWindows(c.String("texts"), tok, pairs, maxSeq); err != nil {
+						return err
+					}
+				} else {
+					exs = pairExamples(tok, pairs)
+				}
 			}
 			exs = head.withPrompt(exs)
 			enc, err := infer.Encode(tok, exs)
@@ -126,6 +137,9 @@ func runCommand() *cli.Command {
 			}
 			if head.active() {
 				return head.print(c.App.Writer, res, enc)
+			}
+			if qaWins != nil {
+				return printAnswers(c.App.Writer, res, pairs, qaWins)
 			}
 			if tokenOut != "" && pairs == nil {
 				return printTokenResults(c.App.Writer, g, tokenOut, res, exs, tok)

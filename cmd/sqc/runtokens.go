@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/internal/dataio"
@@ -45,6 +47,68 @@ func printTokenResults(w io.Writer, g *compiler.Graph, out string, res []infer.R
 			obj["entities"] = modelrt.PipelineEntities(ex.Text, modelrt.GroupEntities(tags))
 		}
 		if err := enc.Encode(obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isQuestionAnswering reports whether g is an extractive question answering
+// model: its outputs are start_logits and end_logits.
+func isQuestionAnswering(g *compiler.Graph) bool {
+	if len(g.Outputs) != 2 {
+		return false
+	}
+	names := []string{g.Outputs[0].Name, g.Outputs[1].Name}
+	return strings.Join(names, " ") == "start_logits end_logits" || strings.Join(names, " ") == "end_logits start_logits"
+}
+
+// qaWindows encodes each (question, context) pair in the question-answering
+// pipeline's windows (modelrt.QAOptions' defaults for a model of maxSeq
+// tokens) as examples to run, and returns which pair each window is of.
+func qaWindows(path string, tok *tokenizer.Tokenizer, pairs []dataio.Pair, maxSeq int) ([]dataio.Example, [][]tokenizer.Encoding, error) {
+	opts := modelrt.QAOptions{}.Defaults(maxSeq)
+	var exs []dataio.Example
+	windows := make([][]tokenizer.Encoding, len(pairs))
+	for i, p := range pairs {
+		ws, err := tok.EncodePairWindows(p.A, p.B, opts.MaxSeqLen, opts.DocStride)
+		if err != nil {
+			return nil, nil, compiler.BadInput(path, fmt.Sprintf("line %d", p.Line), fmt.Errorf("%w: %w", compiler.ErrInvalidRequest, err))
+		}
+		windows[i] = ws
+		for _, w := range ws {
+			exs = append(exs, dataio.Example{IDs: w.InputIDs, Mask: w.AttentionMask, TypeIDs: w.TokenTypeIDs, Line: p.Line, HasIDs: true, Label: -1})
+		}
+	}
+	return exs, windows, nil
+}
+
+// qaAnswer is an answer as transformers' question-answering pipeline
+// reports it: start and end count characters of the context.
+type qaAnswer struct {
+	Score  float32 `json:"score"`
+	Start  int     `json:"start"`
+	End    int     `json:"end"`
+	Answer string  `json:"answer"`
+}
+
+// printAnswers prints, per pair, the best answer to its question in its
+// context (modelrt.Answers over its windows' results, in order).
+func printAnswers(w io.Writer, res []infer.Result, pairs []dataio.Pair, windows [][]tokenizer.Encoding) error {
+	enc := json.NewEncoder(w)
+	next := 0
+	for i, p := range pairs {
+		var starts, ends [][]float32
+		for range windows[i] {
+			starts, ends = append(starts, res[next]["start_logits"].F32), append(ends, res[next]["end_logits"].F32)
+			next++
+		}
+		out := qaAnswer{}
+		if a := modelrt.Answers(windows[i], starts, ends, modelrt.QAOptions{}); len(a) > 0 {
+			span := tokenizer.CharOffsets(p.B, []tokenizer.Offset{{Start: a[0].Start, End: a[0].End}})[0]
+			out = qaAnswer{Score: a[0].Score, Start: span.Start, End: span.End, Answer: p.B[a[0].Start:a[0].End]}
+		}
+		if err := enc.Encode(out); err != nil {
 			return err
 		}
 	}

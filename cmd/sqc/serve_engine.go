@@ -15,16 +15,17 @@ import (
 
 // engineModel is the in-process INT8 engine as a serve.Model: Run chunks a
 // batch by length (modelrt.ChunkOrder, as generated packages do), runs
-// each chunk through the Program, and returns a classifier's logits or an
-// encoder's sentence embeddings: its sentence-transformers head's, as
-// `sqc run` computes them, else hidden states mean-pooled over each
-// sequence's tokens.
+// each chunk through the Program, and returns a classifier's logits, a
+// question answerer's start then end logits, or an encoder's sentence
+// embeddings: its sentence-transformers head's, as `sqc run` computes
+// them, else hidden states mean-pooled over each sequence's tokens.
 type engineModel struct {
 	prog  *exec.Program
 	q     *compiler.Graph // the INT8 graph: its inputs are what Run feeds
 	tok   *tokenizer.Tokenizer
 	info  serve.Info
-	out   string                 // the output Run returns
+	out   string                 // the output Run returns (a question answerer's start_logits)
+	end   string                 // a question answerer's end_logits, Run's after out; else ""
 	embed *modelrt.EmbeddingHead // a sentence-transformers folder's head, or nil
 	order []int                  // ChunkOrder's, reused
 }
@@ -32,7 +33,8 @@ type engineModel struct {
 // newEngineModel compiles the INT8 graph q (built from the canonical
 // graph g, which keeps the labels and tables) and probes it once to learn
 // what it outputs: [batch, labels] logits, [batch, seq, labels] logits of
-// a token classifier, or [batch, seq, hidden] states.
+// a token classifier, [batch, seq] start_logits and end_logits of a
+// question answerer, or [batch, seq, hidden] states.
 // head is the model's own (loadModelHead's): its pooling, prompts and
 // scoring are the server's, so answers equal `sqc run`'s.
 func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelHead, threads, maxBatch int) (*engineModel, error) {
@@ -56,7 +58,16 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 		prog.Close()
 		return nil, fmt.Errorf("probing the INT8 engine: %w", err)
 	}
+	// A question answerer's outputs are start_logits and end_logits,
+	// each [batch, seq].
+	isLogits := func(name string) bool {
+		t := outs[name]
+		return t != nil && len(t.Shape) == 2 && t.Shape[1] == int64(probe.Len())
+	}
 	switch shape := outs[m.out].Shape; {
+	case isQuestionAnswering(q) && isLogits("start_logits") && isLogits("end_logits"):
+		m.info.Kind, m.info.Labels = serve.QuestionAnswerer, nil
+		m.out, m.end = "start_logits", "end_logits"
 	case len(shape) == 2 && shape[1] == 1:
 		m.info.Kind = serve.CrossEncoder
 	case len(shape) == 2 && int(shape[1]) == len(m.info.Labels):
@@ -142,6 +153,13 @@ func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, er
 		seq := modelrt.LongestOf(&b, idx)
 		for r, i := range idx {
 			row := infer.SliceRow(t, r, seq, len(b.InputIDs[i]))
+			if m.end != "" {
+				// SliceRow cuts rows of [batch, seq, ...], not of [batch,
+				// seq]: a question answerer's rows are cut here.
+				n := len(b.InputIDs[i])
+				out[i] = append(row.F32[:n:n], infer.SliceRow(outs[m.end], r, seq, n).F32[:n]...)
+				continue
+			}
 			switch {
 			case m.embed != nil:
 				out[i] = m.embed.Embed(row.F32, int(row.Shape[1]), b.AttentionMask[i])

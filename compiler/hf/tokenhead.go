@@ -1,14 +1,15 @@
 package hf
 
 // buildTokenHead appends a per-token head to the base model's
-// last_hidden_state. A token classifier's output is "logits" ([batch,
-// sequence, labels]); a question answering model's qa_outputs, an
-// nn.Linear(hidden, 2), is split into "start_logits" and "end_logits"
-// ([batch, sequence]) as logits.split(1, dim=-1) and squeeze(-1) do. Every *ForTokenClassification of transformers 4.46 is
-// encoder -> (dropout) -> classifier, an nn.Linear(hidden, labels) under
-// "classifier" applied to each token; ModernBertForTokenClassification
-// first runs its ModernBertPredictionHead (dense, classifier_activation,
-// norm: the sequence classifier's head, without the pooling).
+// last_hidden_state. Every *ForTokenClassification of transformers 4.46
+// is encoder -> (dropout) -> classifier, an nn.Linear(hidden, labels)
+// applied to each token, output "logits" ([batch, sequence, labels]);
+// ModernBertForTokenClassification first runs its
+// ModernBertPredictionHead (dense, classifier_activation, norm: the
+// sequence classifier's head without the pooling). Every
+// *ForQuestionAnswering is encoder -> qa_outputs, an nn.Linear(hidden, 2)
+// split into "start_logits" and "end_logits" ([batch, sequence]) as
+// logits.split(1, dim=-1) and squeeze(-1) do.
 func buildTokenHead(b *builder) {
 	c := b.cfg
 	h, labels := c.HiddenSize, len(c.Labels)

@@ -14,7 +14,8 @@ import (
 
 // Pair is one line of a sentence-pair file: a .tsv whose header names the
 // columns sentence1 and sentence2 (GLUE's STS-B, MRPC and RTE layout; for
-// a reranker, query and document), optionally a gold `score` (or
+// a reranker, query and document; for a question answering model, SQuAD's
+// question and context), optionally a gold `score` (or
 // `label`) column.
 type Pair struct {
 	A, B     string
@@ -24,7 +25,7 @@ type Pair struct {
 }
 
 // pairColumns are the header names of the two texts, by convention.
-var pairColumns = [][2]string{{"sentence1", "sentence2"}, {"query", "document"}}
+var pairColumns = [][2]string{{"sentence1", "sentence2"}, {"query", "document"}, {"question", "context"}}
 
 // pairHeader returns the columns of the texts and of the score (-1 when
 // absent) in a .tsv header, and whether it is a pair file.
@@ -51,7 +52,8 @@ func pairHeader(header string) (a, b, score int, ok bool) {
 }
 
 // IsPairFile reports whether path is a .tsv of sentence pairs (its header
-// names sentence1 and sentence2, or query and document).
+// names sentence1 and sentence2, query and document, or question and
+// context).
 func IsPairFile(path string) bool {
 	if !strings.EqualFold(strings.TrimPrefix(extension(path), "."), "tsv") {
 		return false
@@ -96,7 +98,7 @@ func ReadPairs(path string) ([]Pair, error) {
 		if line == 1 {
 			var ok bool
 			if ca, cb, cs, ok = pairHeader(text); !ok {
-				return nil, compiler.BadInput(path, "", fmt.Errorf("%w: line 1: header %q names neither sentence1 and sentence2 nor query and document", compiler.ErrMalformed, text))
+				return nil, compiler.BadInput(path, "", fmt.Errorf("%w: line 1: header %q names neither sentence1 and sentence2, query and document, nor question and context", compiler.ErrMalformed, text))
 			}
 			continue
 		}

@@ -146,6 +146,29 @@ var apiCases = []apiCase{
 	{name: "rerank_424_token_classifier", kind: TokenClassifier, path: "/rerank", body: `{"query":"a","texts":["b"]}`},
 	{name: "openai_424_token_classifier", kind: TokenClassifier, path: "/v1/embeddings", body: `{"input":"a"}`},
 
+	// /answer (the contexts are answer_test.go's)
+	{name: "answer_single", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"what is it?","context":"` + zoeLoves + `"}}`},
+	{name: "answer_top_k", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"what is it?","context":"` + zoeLoves + `"},"parameters":{"top_k":2}}`},
+	{name: "answer_list", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":[{"question":"what is it?","context":"` + zoeLoves + `"},{"question":"what is it?","context":"` + zoeLovesIt + `"}],"align_to_words":false}`},
+	{name: "answer_windows", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"what?","context":"` + longContext + `"},"parameters":{"max_seq_len":10,"doc_stride":2,"top_k":3}}`},
+	{name: "answer_impossible", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"what is it?","context":"` + zoeLives + `"},"parameters":{"handle_impossible_answer":true,"top_k":2}}`},
+	{name: "answer_root", kind: QuestionAnswerer, path: "/", body: `{"inputs":{"question":"what is it?","context":"` + zoeLovesIt + `"}}`},
+	{name: "answer_400_empty_question", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"","context":"a"}}`},
+	{name: "answer_400_inputs", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":"what is it?"}`},
+	{name: "answer_400_doc_stride", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"a","context":"b"},"parameters":{"doc_stride":8,"max_seq_len":8}}`},
+	{name: "answer_400_top_k", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"a","context":"b"},"parameters":{"top_k":0}}`},
+	{name: "answer_413_batch", kind: QuestionAnswerer, cfg: Config{MaxClientBatchSize: 1}, path: "/answer", body: `{"inputs":[{"question":"a","context":"b"},{"question":"a","context":"b"}]}`},
+	{name: "answer_413_windows", kind: QuestionAnswerer, cfg: Config{MaxClientBatchSize: 1, MaxBatchTokens: 16}, path: "/answer", body: `{"inputs":{"question":"what?","context":"` + longContext + `"},"parameters":{"max_seq_len":10,"doc_stride":2}}`},
+	{name: "answer_422_max_seq_len", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"a","context":"b"},"parameters":{"max_seq_len":17}}`},
+	{name: "answer_422_no_room", kind: QuestionAnswerer, path: "/answer", body: `{"inputs":{"question":"what is deep learning? what is a good movie?","context":"a good movie"}}`},
+	{name: "answer_424_classifier", kind: Classifier, path: "/answer", body: `{"inputs":{"question":"a","context":"b"}}`},
+	{name: "answer_500_nan", kind: QuestionAnswerer, setup: func(_ *Server, m *fakeModel) { m.nan = true }, path: "/answer", body: `{"inputs":{"question":"a","context":"b"}}`},
+	{name: "embed_424_question_answerer", kind: QuestionAnswerer, path: "/embed", body: `{"inputs":"a"}`},
+	{name: "predict_424_question_answerer", kind: QuestionAnswerer, path: "/predict", body: `{"inputs":"a"}`},
+	{name: "rerank_424_question_answerer", kind: QuestionAnswerer, path: "/rerank", body: `{"query":"a","texts":["b"]}`},
+	{name: "classify_tokens_424_question_answerer", kind: QuestionAnswerer, path: "/classify_tokens", body: `{"inputs":"a"}`},
+	{name: "openai_424_question_answerer", kind: QuestionAnswerer, path: "/v1/embeddings", body: `{"input":"a"}`},
+
 	// /health, /info
 	{name: "health", kind: Embedder, method: "GET", path: "/health"},
 	{name: "health_503_draining", kind: Embedder, setup: func(s *Server, _ *fakeModel) { s.draining.Store(true) }, method: "GET", path: "/health"},
@@ -153,6 +176,7 @@ var apiCases = []apiCase{
 	{name: "info_classifier", kind: Classifier, cfg: Config{Version: "test", TokenizationWorkers: 2, MaxBatchRequests: 8, ServedModelName: "sst2"}, method: "GET", path: "/info"},
 	{name: "info_cross_encoder", kind: CrossEncoder, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
 	{name: "info_token_classifier", kind: TokenClassifier, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
+	{name: "info_question_answerer", kind: QuestionAnswerer, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
 	{name: "unknown_404", kind: Embedder, method: "GET", path: "/nope"},
 }
 

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,21 @@ type classifyTokensRequest struct {
 	// Strategy is aggregation_strategy: "simple" (the default), "first",
 	// "average" and "max" answer entities, "none" every token's own tag.
 	Strategy modelrt.Aggregation
+}
+
+// qaInput is one question about one context.
+type qaInput struct {
+	Question, Context string
+}
+
+// answerRequest is POST /answer: the Inference API's question-answering
+// task, its parameters as transformers' QuestionAnsweringPipeline names
+// them; nil is the pipeline's default.
+type answerRequest struct {
+	Inputs                                   []qaInput
+	Single                                   bool // inputs was one {question, context}, not a list
+	TopK, DocStride, MaxAnswerLen, MaxSeqLen *int
+	HandleImpossible, AlignToWords           *bool
 }
 
 // tokenizeRequest is POST /tokenize.
@@ -310,6 +326,120 @@ func decodeClassifyTokens(body []byte) (classifyTokensRequest, *apiError) {
 		}
 	}
 	return r, nil
+}
+
+// qaParams are the question-answering parameters, at the top level of a
+// request or in its "parameters".
+type qaParams struct {
+	TopK                   *int  `json:"top_k"`
+	DocStride              *int  `json:"doc_stride"`
+	MaxAnswerLen           *int  `json:"max_answer_len"`
+	MaxSeqLen              *int  `json:"max_seq_len"`
+	HandleImpossibleAnswer *bool `json:"handle_impossible_answer"`
+	AlignToWords           *bool `json:"align_to_words"`
+}
+
+// decodeAnswer reads a question answering request: inputs, one
+// {"question", "context"} or a list of them, and the pipeline's
+// parameters (top_k, doc_stride, max_answer_len, max_seq_len,
+// handle_impossible_answer, align_to_words), at the top level or in
+// "parameters" (huggingface_hub's InferenceClient puts them there), as
+// /classify_tokens reads aggregation_strategy. Their ranges are checked
+// here; how they fit the model and each other, by the handler
+// (Server.qaOptions).
+func decodeAnswer(body []byte) (answerRequest, *apiError) {
+	var raw struct {
+		Inputs json.RawMessage `json:"inputs"`
+		qaParams
+		Parameters *qaParams `json:"parameters"`
+	}
+	if err := decodeObject(body, &raw); err != nil {
+		return answerRequest{}, err
+	}
+	var r answerRequest
+	p := raw.qaParams
+	if q := raw.Parameters; q != nil {
+		if e := cmp.Or(
+			either("top_k", &p.TopK, q.TopK), either("doc_stride", &p.DocStride, q.DocStride),
+			either("max_answer_len", &p.MaxAnswerLen, q.MaxAnswerLen), either("max_seq_len", &p.MaxSeqLen, q.MaxSeqLen),
+			either("handle_impossible_answer", &p.HandleImpossibleAnswer, q.HandleImpossibleAnswer),
+			either("align_to_words", &p.AlignToWords, q.AlignToWords),
+		); e != nil {
+			return r, e
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    *int
+		min  int
+	}{{"top_k", p.TopK, 1}, {"doc_stride", p.DocStride, 0}, {"max_answer_len", p.MaxAnswerLen, 1}, {"max_seq_len", p.MaxSeqLen, 1}} {
+		if c.v != nil && *c.v < c.min {
+			want := "a positive number"
+			if c.min == 0 {
+				want = "a number not below 0"
+			}
+			return r, badRequest(fmt.Sprintf("`%s` %d: want %s", c.name, *c.v, want))
+		}
+	}
+	r.TopK, r.DocStride, r.MaxAnswerLen, r.MaxSeqLen = p.TopK, p.DocStride, p.MaxAnswerLen, p.MaxSeqLen
+	r.HandleImpossible, r.AlignToWords = p.HandleImpossibleAnswer, p.AlignToWords
+
+	in := bytes.TrimSpace(raw.Inputs)
+	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
+		return r, badRequest("missing field `inputs`")
+	}
+	const want = "`inputs`: want an object {\"question\": string, \"context\": string} or a list of them"
+	var items []json.RawMessage
+	switch in[0] {
+	case '{':
+		items, r.Single = []json.RawMessage{in}, true
+	case '[':
+		if json.Unmarshal(in, &items) != nil {
+			return r, badRequest(want)
+		}
+	default:
+		return r, badRequest(want)
+	}
+	r.Inputs = make([]qaInput, len(items))
+	for i, item := range items {
+		var q struct {
+			Question *string `json:"question"`
+			Context  *string `json:"context"`
+		}
+		if item = bytes.TrimSpace(item); len(item) == 0 || item[0] != '{' || json.Unmarshal(item, &q) != nil {
+			return r, badRequest(want)
+		}
+		field := "inputs"
+		if !r.Single {
+			field = fmt.Sprintf("inputs[%d]", i)
+		}
+		// The pipeline refuses a missing or empty question or context.
+		switch {
+		case q.Question == nil:
+			return r, badRequest(fmt.Sprintf("missing field `%s.question`", field))
+		case q.Context == nil:
+			return r, badRequest(fmt.Sprintf("missing field `%s.context`", field))
+		case *q.Question == "":
+			return r, badRequest(fmt.Sprintf("`%s.question` cannot be empty", field))
+		case *q.Context == "":
+			return r, badRequest(fmt.Sprintf("`%s.context` cannot be empty", field))
+		}
+		r.Inputs[i] = qaInput{Question: *q.Question, Context: *q.Context}
+	}
+	return r, nil
+}
+
+// either sets *top to param when the request gives param, a parameter
+// of "parameters"; given at the top level too, both must be equal.
+func either[T comparable](name string, top **T, param *T) *apiError {
+	switch {
+	case param == nil:
+	case *top == nil:
+		*top = param
+	case **top != *param:
+		return badRequest(fmt.Sprintf("`%s` %v and `parameters.%s` %v differ: give one", name, **top, name, *param))
+	}
+	return nil
 }
 
 func decodeTokenize(body []byte) (tokenizeRequest, *apiError) {

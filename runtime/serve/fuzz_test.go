@@ -20,7 +20,9 @@ func fuzzEndpoint(f *testing.F, kind Kind, path string) {
 	}
 	for _, seed := range []string{`null`, `{}`, `{"inputs":null}`, `{"inputs":[[]]}`, `{"inputs":"\u0000\ud800"}`, `{"inputs":[["a","b"],["c"]],"truncate":true}`, `{"query":"","texts":[""]}`, `{"inputs":["Zoë",""],"aggregation_strategy":"NONE"}`, "{\"inputs\":\"" + strings.Repeat("ab ", 40) + "\",\"truncate\":true}",
 		`{"inputs":[5,6,7]}`, `{"inputs":[[5],"a",[4294967296]]}`, `{"input":[[5,6],[7]]}`, `{"inputs":[[]],"prompt_name":"q"}`,
-		`{"inputs":"` + strings.Repeat("the ", 30) + `","truncate":true,"truncation_direction":"Left"}`} {
+		`{"inputs":"` + strings.Repeat("the ", 30) + `","truncate":true,"truncation_direction":"Left"}`,
+		`{"inputs":{"question":"what?","context":"` + strings.Repeat("the ", 30) + `"},"parameters":{"max_seq_len":6,"doc_stride":0,"top_k":9}}`,
+		`{"inputs":[{"question":"Zoë?","context":"\u00e9 a"}],"max_answer_len":1,"align_to_words":false,"handle_impossible_answer":true}`} {
 		f.Add(seed)
 	}
 	m := newFake(f, kind)
@@ -48,6 +50,7 @@ func FuzzRerank(f *testing.F)   { fuzzEndpoint(f, CrossEncoder, "/rerank") }
 func FuzzTokenize(f *testing.F) { fuzzEndpoint(f, Embedder, "/tokenize") }
 func FuzzOpenAI(f *testing.F)   { fuzzEndpoint(f, Embedder, "/v1/embeddings") }
 func FuzzRoot(f *testing.F)     { fuzzEndpoint(f, CrossEncoder, "/") }
+func FuzzAnswer(f *testing.F)   { fuzzEndpoint(f, QuestionAnswerer, "/answer") }
 func FuzzClassifyTokens(f *testing.F) {
 	fuzzEndpoint(f, TokenClassifier, "/classify_tokens")
 }

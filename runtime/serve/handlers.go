@@ -153,23 +153,37 @@ func (s *Server) truncates(truncate *bool) bool {
 // and runs them through the batcher: one output row per input.
 func (s *Server) inferEach(ctx context.Context, n int, encode func(i int) (tokenizer.Encoding, *apiError), t *timings) ([][]float32, *apiError) {
 	encs := make([]tokenizer.Encoding, n)
-	var bad *apiError
-	t0 := time.Now()
-	err := s.enc.do(ctx, func() {
+	if e := s.tokenizeOn(ctx, t, func() *apiError {
 		for i := range encs {
+			var bad *apiError
 			if encs[i], bad = encode(i); bad != nil {
-				return
+				return bad
 			}
 		}
-	})
+		return nil
+	}); e != nil {
+		return nil, e
+	}
+	return s.runEncodings(ctx, encs, t)
+}
+
+// tokenizeOn runs f, a request's tokenization, on a tokenization worker
+// and times it.
+func (s *Server) tokenizeOn(ctx context.Context, t *timings, f func() *apiError) *apiError {
+	var bad *apiError
+	t0 := time.Now()
+	err := s.enc.do(ctx, func() { bad = f() })
 	t.tokenize = time.Since(t0)
 	s.m.tokenizeTime.Observe(t.tokenize.Seconds())
 	if err != nil {
-		return nil, s.contextError(err)
+		return s.contextError(err) // f may still be running: bad is not read
 	}
-	if bad != nil {
-		return nil, bad
-	}
+	return bad
+}
+
+// runEncodings runs a request's sequences through the batcher: one output
+// row per sequence.
+func (s *Server) runEncodings(ctx context.Context, encs []tokenizer.Encoding, t *timings) ([][]float32, *apiError) {
 	for _, e := range encs {
 		t.tokens += e.Len()
 	}
@@ -537,6 +551,11 @@ func (s *Server) infoHandler(w http.ResponseWriter, r *http.Request) {
 	switch s.info.Kind {
 	case Embedder:
 		resp.ModelType = map[string]any{"embedding": map[string]string{"pooling": cmp.Or(s.info.Pooling, "mean")}}
+	case QuestionAnswerer:
+		// No labels: the two logits of every token are the start's and
+		// the end's. The defaults are /answer's max_seq_len and doc_stride.
+		opts := modelrt.QAOptions{}.Defaults(s.info.MaxSequence)
+		resp.ModelType = map[string]any{string(s.info.Kind): map[string]int{"max_seq_len": opts.MaxSeqLen, "doc_stride": opts.DocStride}}
 	default:
 		id2label, label2id := map[string]string{}, map[string]int{}
 		n := max(len(s.info.Labels), 1)

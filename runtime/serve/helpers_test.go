@@ -50,6 +50,8 @@ func newFake(t testing.TB, kind Kind) *fakeModel {
 		info.TypeVocab = 2
 	case TokenClassifier:
 		info.Labels = nerLabels
+	case QuestionAnswerer:
+		info.TypeVocab = 2
 	}
 	return &fakeModel{info: info, tok: tok}
 }
@@ -100,6 +102,8 @@ func (m *fakeModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, erro
 			out[i] = []float32{float32(sum%13)/2 - 3 + float32(types)/8}
 		case TokenClassifier:
 			out[i] = nerLogits(ids)
+		case QuestionAnswerer:
+			out[i] = qaLogits(ids)
 		}
 		if nan {
 			out[i][0] = float32(math.NaN())
@@ -126,6 +130,25 @@ func nerLogits(ids []int64) []float32 {
 // nerTop is the top logit at position j: it varies, so entities' mean
 // scores differ from their tokens'.
 func nerTop(j int) float32 { return 1 + float32(j%3) }
+
+// qaStart and qaEnd are the fake question answerer's start and end logits
+// by token id, 0 for the ids not listed: [CLS] 1, "what" 9 (a question's
+// word: never an answer), "love" 4 and "deep" 3 as starts, "learning" 4
+// and "love" 2.5 as ends.
+var (
+	qaStart = map[int64]float32{2: 1, 16: 9, 27: 4, 17: 3}
+	qaEnd   = map[int64]float32{2: 1, 16: 9, 18: 4, 27: 2.5}
+)
+
+// qaLogits are the fake question answerer's logits for a sequence: the
+// start logit of each token, then the end logit of each.
+func qaLogits(ids []int64) []float32 {
+	out := make([]float32, 2*len(ids))
+	for j, id := range ids {
+		out[j], out[len(ids)+j] = qaStart[id], qaEnd[id]
+	}
+	return out
+}
 
 // lastRun is the last sequence Run computed.
 func (m *fakeModel) lastRun() []int64 {

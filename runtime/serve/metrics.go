@@ -43,7 +43,7 @@ func newMetrics() *metrics {
 		inferTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "inference_duration_seconds",
 			Help: "Time of one forward pass.", Buckets: secs}),
 		batchSeqs: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_sequences",
-			Help: "Sequences (request inputs) per forward pass.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)}),
+			Help: "Sequences (request inputs, or windows of a question answering input) per forward pass.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)}),
 		batchTokens: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_tokens",
 			Help: "Tokens per forward pass, before padding.", Buckets: prometheus.ExponentialBuckets(8, 2, 13)}),
 		padding: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_padding_ratio",

@@ -22,6 +22,10 @@ const (
 	// TokenClassifier: one logit per label for every token of a text
 	// (/classify_tokens): a NER model such as BertForTokenClassification.
 	TokenClassifier Kind = "token-classifier"
+	// QuestionAnswerer: a start and an end logit for every token of a
+	// (question, context) window (/answer): an extractive question
+	// answering model such as BertForQuestionAnswering.
+	QuestionAnswerer Kind = "question-answering"
 )
 
 // Info describes a Model to the server.
@@ -37,7 +41,8 @@ type Info struct {
 	MaxBatch int
 	// Labels name a classifier's or a token classifier's outputs by index
 	// (a cross-encoder's one output may be unnamed); a token classifier
-	// has len(Labels) logits per token.
+	// has len(Labels) logits per token. A question answerer needs none:
+	// its two logits per token are the start's and the end's.
 	Labels []string
 	// TypeVocab is the number of token types the model embeds; with 0 or
 	// 1 (DistilBERT) the token types of pairs are not passed to Run.
@@ -78,8 +83,11 @@ type Model interface {
 	// embedder's vector, a classifier's logits, a cross-encoder's logit,
 	// a token classifier's logits for every position of the sequence
 	// (len(b.InputIDs[i]) rows of len(Labels) values, row-major; no rows
-	// for the padding a chunk adds). A sequence's row must not depend on
-	// the other sequences of b.
+	// for the padding a chunk adds), a question answerer's 2·n values for
+	// a sequence of n = len(b.InputIDs[i]) tokens: its n start logits,
+	// then its n end logits (a window of the question-answering pipeline:
+	// the question, then part of the context). A sequence's row must not
+	// depend on the other sequences of b.
 	// Run is called from one goroutine at a time.
 	Run(ctx context.Context, b modelrt.Batch) ([][]float32, error)
 }
@@ -113,8 +121,8 @@ func (f Func) Run(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
 func checkInfo(m Model) (Info, error) {
 	info := m.Info()
 	switch {
-	case info.Kind != Embedder && info.Kind != Classifier && info.Kind != CrossEncoder && info.Kind != TokenClassifier:
-		return info, fmt.Errorf("serve: model kind %q: want %q, %q, %q or %q", info.Kind, Embedder, Classifier, CrossEncoder, TokenClassifier)
+	case info.Kind != Embedder && info.Kind != Classifier && info.Kind != CrossEncoder && info.Kind != TokenClassifier && info.Kind != QuestionAnswerer:
+		return info, fmt.Errorf("serve: model kind %q: want %q, %q, %q, %q or %q", info.Kind, Embedder, Classifier, CrossEncoder, TokenClassifier, QuestionAnswerer)
 	case info.MaxSequence < 3:
 		return info, fmt.Errorf("serve: model MaxSequence %d: want at least 3 (room for [CLS] x [SEP])", info.MaxSequence)
 	case info.MaxBatch < 1:

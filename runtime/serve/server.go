@@ -143,6 +143,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /predict", s.endpoint("predict", false, s.predict))
 	mux.HandleFunc("POST /rerank", s.endpoint("rerank", false, s.rerank))
 	mux.HandleFunc("POST /classify_tokens", s.endpoint("classify_tokens", false, s.classifyTokens))
+	mux.HandleFunc("POST /answer", s.endpoint("answer", false, s.answer))
 	mux.HandleFunc("POST /tokenize", s.endpoint("tokenize", false, s.tokenize))
 	mux.HandleFunc("POST /v1/embeddings", s.endpoint("openai", true, s.openAI))
 	// POST / answers as the model's own endpoint, as TEI's does.
@@ -152,6 +153,8 @@ func (s *Server) routes() http.Handler {
 		root = s.embed
 	case TokenClassifier:
 		root = s.classifyTokens
+	case QuestionAnswerer:
+		root = s.answer
 	}
 	mux.HandleFunc("POST /{$}", s.endpoint("root", false, root))
 	mux.HandleFunc("GET /health", s.health)

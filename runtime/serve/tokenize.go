@@ -23,6 +23,9 @@ type encoder struct {
 	// prefix and suffix are how many tokens the single-text template adds
 	// before and after the text ([CLS] and [SEP]: 1 and 1).
 	prefix, suffix int
+	// pairSpecial is how many tokens the pair template adds ([CLS] a
+	// [SEP] b [SEP]: 3).
+	pairSpecial int
 
 	jobs chan func()
 	wg   sync.WaitGroup
@@ -39,6 +42,7 @@ func newEncoder(tok *tokenizer.Tokenizer, maxLen, workers int) (*encoder, error)
 	}
 	e := &encoder{full: full, trunc: trunc, maxLen: maxLen, jobs: make(chan func())}
 	e.prefix, e.suffix = modelrt.TemplateTokens(full)
+	e.pairSpecial = full.EncodePair("", "").Len()
 	for range max(workers, 1) {
 		e.wg.Add(1)
 		go func() {
