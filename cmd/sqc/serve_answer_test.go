@@ -138,25 +138,10 @@ func answersMatchAlone(t *testing.T, url string) {
 // the end's.
 func demoQuestionAnswerer(t *testing.T) (model, calib string) {
 	t.Helper()
-	model, calib = demoDir(t)
-	cfgPath := filepath.Join(model, "config.json")
-	data, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["architectures"] = []string{"DistilBertForQuestionAnswering"}
-	if data, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	model, calib = demoAs(t, func(cfg map[string]any) { cfg["architectures"] = []string{"DistilBertForQuestionAnswering"} })
 	stPath := filepath.Join(model, "model.safetensors")
-	if data, err = os.ReadFile(stPath); err != nil {
+	data, err := os.ReadFile(stPath)
+	if err != nil {
 		t.Fatal(err)
 	}
 	st, err := safetensors.Deserialize(data)

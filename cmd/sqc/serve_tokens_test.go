@@ -54,6 +54,16 @@ func TestServeEngineTokenClassifier(t *testing.T) {
 // every token, labels "MISC" and "O".
 func demoTokenClassifier(t *testing.T) (model, calib string) {
 	t.Helper()
+	return demoAs(t, func(cfg map[string]any) {
+		cfg["architectures"] = []string{"DistilBertForTokenClassification"}
+		cfg["id2label"] = map[string]string{"0": "MISC", "1": "O"}
+		cfg["label2id"] = map[string]int{"MISC": 0, "O": 1}
+	})
+}
+
+// demoAs is the demo model (demoDir) with its config.json changed by edit.
+func demoAs(t *testing.T, edit func(cfg map[string]any)) (model, calib string) {
+	t.Helper()
 	model, calib = demoDir(t)
 	cfgPath := filepath.Join(model, "config.json")
 	data, err := os.ReadFile(cfgPath)
@@ -64,9 +74,7 @@ func demoTokenClassifier(t *testing.T) (model, calib string) {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["architectures"] = []string{"DistilBertForTokenClassification"}
-	cfg["id2label"] = map[string]string{"0": "MISC", "1": "O"}
-	cfg["label2id"] = map[string]int{"MISC": 0, "O": 1}
+	edit(cfg)
 	if data, err = json.Marshal(cfg); err != nil {
 		t.Fatal(err)
 	}
