@@ -83,15 +83,6 @@ func qaWindows(path string, tok *tokenizer.Tokenizer, pairs []dataio.Pair, maxSe
 	return exs, windows, nil
 }
 
-// qaAnswer is an answer as transformers' question-answering pipeline
-// reports it: start and end count characters of the context.
-type qaAnswer struct {
-	Score  float32 `json:"score"`
-	Start  int     `json:"start"`
-	End    int     `json:"end"`
-	Answer string  `json:"answer"`
-}
-
 // printAnswers prints, per pair, the best answer to its question in its
 // context (modelrt.Answers over its windows' results, in order).
 func printAnswers(w io.Writer, res []infer.Result, pairs []dataio.Pair, windows [][]tokenizer.Encoding) error {
@@ -103,10 +94,9 @@ func printAnswers(w io.Writer, res []infer.Result, pairs []dataio.Pair, windows 
 			starts, ends = append(starts, res[next]["start_logits"].F32), append(ends, res[next]["end_logits"].F32)
 			next++
 		}
-		out := qaAnswer{}
-		if a := modelrt.Answers(windows[i], starts, ends, modelrt.QAOptions{}); len(a) > 0 {
-			span := tokenizer.CharOffsets(p.B, []tokenizer.Offset{{Start: a[0].Start, End: a[0].End}})[0]
-			out = qaAnswer{Score: a[0].Score, Start: span.Start, End: span.End, Answer: p.B[a[0].Start:a[0].End]}
+		out := modelrt.PipelineAnswer{}
+		if a := modelrt.PipelineAnswers(p.B, modelrt.Answers(windows[i], starts, ends, modelrt.QAOptions{})); len(a) > 0 {
+			out = a[0]
 		}
 		if err := enc.Encode(out); err != nil {
 			return err

@@ -240,7 +240,7 @@ func TestRunQuestionAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, r := range rows {
-		var got qaAnswer
+		var got modelrt.PipelineAnswer
 		if err := json.Unmarshal([]byte(out[i]), &got); err != nil {
 			t.Fatalf("row %d: %v: %s", i, err, out[i])
 		}
@@ -260,10 +260,10 @@ func TestRunQuestionAnswering(t *testing.T) {
 			}
 			starts, ends = append(starts, res[0]["start_logits"].F32), append(ends, res[0]["end_logits"].F32)
 		}
-		want := qaAnswer{}
+		want := modelrt.PipelineAnswer{}
 		if a := modelrt.Answers(windows, starts, ends, modelrt.QAOptions{}); len(a) > 0 {
 			span := tokenizer.CharOffsets(r[1], []tokenizer.Offset{{Start: a[0].Start, End: a[0].End}})[0]
-			want = qaAnswer{Score: a[0].Score, Start: span.Start, End: span.End, Answer: r[1][a[0].Start:a[0].End]}
+			want = modelrt.PipelineAnswer{Score: a[0].Score, Start: span.Start, End: span.End, Answer: r[1][a[0].Start:a[0].End]}
 		}
 		if got != want {
 			t.Errorf("row %d: got %+v, want %+v", i, got, want)

@@ -61,6 +61,32 @@ func PipelineTokens(text string, tags []TokenPrediction) []PipelineToken {
 	return out
 }
 
+// PipelineAnswer is an Answer as transformers' question-answering
+// pipeline reports it: Start and End count characters (code points) of
+// the context, as Python does, and Answer is the text they span. Its JSON
+// is the pipeline's.
+type PipelineAnswer struct {
+	Score  float32 `json:"score"`
+	Start  int     `json:"start"`
+	End    int     `json:"end"`
+	Answer string  `json:"answer"`
+}
+
+// PipelineAnswers renders answers (Answers') of context as the pipeline
+// does.
+func PipelineAnswers(context string, answers []Answer) []PipelineAnswer {
+	spans := make([]tokenizer.Offset, len(answers))
+	for i, a := range answers {
+		spans[i] = tokenizer.Offset{Start: a.Start, End: a.End}
+	}
+	chars := tokenizer.CharOffsets(context, spans)
+	out := make([]PipelineAnswer, len(answers))
+	for i, a := range answers {
+		out[i] = PipelineAnswer{Score: a.Score, Start: chars[i].Start, End: max(chars[i].End, chars[i].Start), Answer: spanText(context, a.Start, a.End)}
+	}
+	return out
+}
+
 // spanText is text[start:end], clamped to text: offsets come from the
 // tokenizer, and a bad one must not panic.
 func spanText(text string, start, end int) string {

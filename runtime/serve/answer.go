@@ -10,16 +10,6 @@ import (
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
-// qaAnswer is an answer as transformers' question-answering pipeline
-// gives it: start and end count characters of the context, as Python
-// does, and answer is the context's text between them.
-type qaAnswer struct {
-	Score  float32 `json:"score"`
-	Start  int     `json:"start"`
-	End    int     `json:"end"`
-	Answer string  `json:"answer"`
-}
-
 // answer answers POST /answer as transformers' question-answering pipeline
 // answers (modelrt.Answers): each question and its context are encoded in
 // the pipeline's windows (tokenizer.EncodePairWindows), every window of
@@ -90,7 +80,7 @@ func (s *Server) answer(ctx context.Context, body []byte, t *timings) (any, *api
 			}
 			starts[w], ends[w] = row[:n], row[n:]
 		}
-		answers := qaAnswers(in.Context, modelrt.Answers(windows[i], starts, ends, opts))
+		answers := modelrt.PipelineAnswers(in.Context, modelrt.Answers(windows[i], starts, ends, opts))
 		// One object for top_k 1 (the pipeline's shape for one answer), a
 		// list otherwise, however many answers there are.
 		switch {
@@ -171,22 +161,4 @@ func inputName(req answerRequest, i int) string {
 		return "`inputs`"
 	}
 	return fmt.Sprintf("`inputs[%d]`", i)
-}
-
-// qaAnswers are answers as the pipeline reports them: their byte spans of
-// the context in characters, and the text they span.
-func qaAnswers(context string, answers []modelrt.Answer) []qaAnswer {
-	spans := make([]tokenizer.Offset, len(answers))
-	for i, a := range answers {
-		spans[i] = tokenizer.Offset{Start: a.Start, End: a.End}
-	}
-	chars := tokenizer.CharOffsets(context, spans)
-	runes := []rune(context)
-	out := make([]qaAnswer, len(answers))
-	for i, a := range answers {
-		c := chars[i]
-		c.End = max(c.End, c.Start)
-		out[i] = qaAnswer{Score: a.Score, Start: c.Start, End: c.End, Answer: string(runes[c.Start:c.End])}
-	}
-	return out
 }
