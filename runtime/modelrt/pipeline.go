@@ -29,11 +29,7 @@ type PipelineToken struct {
 // PipelineEntities renders the entities of text (GroupEntities') as the
 // pipeline does.
 func PipelineEntities(text string, ents []Entity) []PipelineEntity {
-	spans := make([]tokenizer.Offset, len(ents))
-	for i, e := range ents {
-		spans[i] = tokenizer.Offset{Start: e.Start, End: e.End}
-	}
-	chars := tokenizer.CharOffsets(text, spans)
+	chars := charSpans(text, ents, func(e Entity) (int, int) { return e.Start, e.End })
 	out := make([]PipelineEntity, len(ents))
 	for i, e := range ents {
 		out[i] = PipelineEntity{EntityGroup: e.Group, Score: e.Score, Word: spanText(text, e.Start, e.End), Start: chars[i].Start, End: chars[i].End}
@@ -46,14 +42,12 @@ func PipelineEntities(text string, ents []Entity) []PipelineEntity {
 // default ignore_labels).
 func PipelineTokens(text string, tags []TokenPrediction) []PipelineToken {
 	var kept []TokenPrediction
-	var spans []tokenizer.Offset
 	for _, tg := range tags {
 		if tg.Label != "O" {
 			kept = append(kept, tg)
-			spans = append(spans, tokenizer.Offset{Start: tg.Start, End: tg.End})
 		}
 	}
-	chars := tokenizer.CharOffsets(text, spans)
+	chars := charSpans(text, kept, func(tg TokenPrediction) (int, int) { return tg.Start, tg.End })
 	out := make([]PipelineToken, len(kept))
 	for i, tg := range kept {
 		out[i] = PipelineToken{Entity: tg.Label, Score: tg.Score, Index: tg.Position, Word: spanText(text, tg.Start, tg.End), Start: chars[i].Start, End: chars[i].End}
@@ -75,16 +69,22 @@ type PipelineAnswer struct {
 // PipelineAnswers renders answers (Answers') of context as the pipeline
 // does.
 func PipelineAnswers(context string, answers []Answer) []PipelineAnswer {
-	spans := make([]tokenizer.Offset, len(answers))
-	for i, a := range answers {
-		spans[i] = tokenizer.Offset{Start: a.Start, End: a.End}
-	}
-	chars := tokenizer.CharOffsets(context, spans)
+	chars := charSpans(context, answers, func(a Answer) (int, int) { return a.Start, a.End })
 	out := make([]PipelineAnswer, len(answers))
 	for i, a := range answers {
 		out[i] = PipelineAnswer{Score: a.Score, Start: chars[i].Start, End: max(chars[i].End, chars[i].Start), Answer: spanText(context, a.Start, a.End)}
 	}
 	return out
+}
+
+// charSpans is the byte span of each item of text (span's) in
+// characters (code points), as Python counts: tokenizer.CharOffsets.
+func charSpans[T any](text string, items []T, span func(T) (start, end int)) []tokenizer.Offset {
+	spans := make([]tokenizer.Offset, len(items))
+	for i, it := range items {
+		spans[i].Start, spans[i].End = span(it)
+	}
+	return tokenizer.CharOffsets(text, spans)
 }
 
 // spanText is text[start:end], clamped to text: offsets come from the

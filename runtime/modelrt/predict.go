@@ -11,27 +11,20 @@ type Prediction struct {
 }
 
 // Predict turns one row of logits into a Prediction: probabilities by a
-// softmax computed in float64 (max-subtracted), the label the argmax
-// (the first on a tie). labels[i] names class i.
+// softmax computed in float64 (softmax64), the label the argmax (the
+// first on a tie). labels[i] names class i.
 func Predict(logits []float32, labels []string) Prediction {
 	p := Prediction{Probs: make([]float32, len(logits))}
 	if len(logits) == 0 {
 		return p
 	}
-	top := float64(logits[0])
 	for i, x := range logits {
-		if float64(x) > top {
-			top, p.Index = float64(x), i
+		if x > logits[p.Index] {
+			p.Index = i
 		}
 	}
-	var sum float64
-	e := make([]float64, len(logits))
-	for i, x := range logits {
-		e[i] = math.Exp(float64(x) - top)
-		sum += e[i]
-	}
-	for i := range e {
-		p.Probs[i] = float32(e[i] / sum)
+	for i, e := range softmax64(logits) {
+		p.Probs[i] = float32(e)
 	}
 	p.Score = p.Probs[p.Index]
 	if p.Index < len(labels) {
@@ -70,3 +63,23 @@ func MeanPool(hidden []float32, width int, mask []int64) []float32 {
 // Bool returns a pointer to v, for optional settings in generated
 // literals (tokenizer.Options.StripAccents).
 func Bool(v bool) *bool { return &v }
+
+// softmax64 is the softmax of logits in float64, max-subtracted: the
+// probabilities of Predict, of the word-level aggregations and of
+// question answering's starts and ends.
+func softmax64(logits []float32) []float64 {
+	p := make([]float64, len(logits))
+	top := math.Inf(-1)
+	for _, x := range logits {
+		top = math.Max(top, float64(x))
+	}
+	var sum float64
+	for i, x := range logits {
+		p[i] = math.Exp(float64(x) - top)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	return p
+}

@@ -122,24 +122,14 @@ func Answers(windows []tokenizer.Encoding, starts, ends [][]float32, opts QAOpti
 // qaProbs is the softmax of logits over the allowed positions, the others
 // given qaMasked first, as the pipeline computes it.
 func qaProbs(logits []float32, allowed []bool) []float64 {
-	p := make([]float64, len(logits))
-	top := math.Inf(-1)
+	masked := make([]float32, len(logits))
 	for i, x := range logits {
-		p[i] = qaMasked
+		masked[i] = qaMasked
 		if allowed[i] {
-			p[i] = float64(x)
+			masked[i] = x
 		}
-		top = math.Max(top, p[i])
 	}
-	var sum float64
-	for i := range p {
-		p[i] = math.Exp(p[i] - top)
-		sum += p[i]
-	}
-	for i := range p {
-		p[i] /= sum
-	}
-	return p
+	return softmax64(masked)
 }
 
 type qaSpan struct {

@@ -92,11 +92,7 @@ func AggregateWords(tags []TokenPrediction, logits []float32, numLabels int, lab
 	}
 	// The pipeline's offsets, and so word_ref and its slicing, count
 	// code points.
-	spans := make([]tokenizer.Offset, len(tags))
-	for i, tg := range tags {
-		spans[i] = tokenizer.Offset{Start: tg.Start, End: tg.End}
-	}
-	chars := tokenizer.CharOffsets(text, spans)
+	chars := charSpans(text, tags, func(tg TokenPrediction) (int, int) { return tg.Start, tg.End })
 	prefix := tok.ContinuingSubwordPrefix()
 	unk, hasUnk := tok.UnknownID()
 	var runes []rune // text's code points, for the heuristic
@@ -177,26 +173,6 @@ func aggregateWord(group []TokenPrediction, probs [][]float64, labels []string, 
 		w.Label = labels[class]
 	}
 	return w
-}
-
-// softmax64 is Predict's softmax, kept in float64.
-func softmax64(logits []float32) []float64 {
-	p := make([]float64, len(logits))
-	top := float64(logits[0])
-	for _, x := range logits {
-		if float64(x) > top {
-			top = float64(x)
-		}
-	}
-	var sum float64
-	for i, x := range logits {
-		p[i] = math.Exp(float64(x) - top)
-		sum += p[i]
-	}
-	for i := range p {
-		p[i] /= sum
-	}
-	return p
 }
 
 // argmax is numpy's: the first of equals.
