@@ -38,7 +38,7 @@ func TestModernBERTCanonicalises(t *testing.T) {
 				if len(ref.OutputNames()) == 1 && ref.OutputNames()[0] == "logits" {
 					head, pooled = 2, 1
 				}
-				if cfg.IsTokenClassifier() {
+				if cfg.IsTokenClassifier() || cfg.IsMaskedLM() {
 					pooled = 0 // the head runs on every token
 				}
 				for op, want := range map[string]int{"sqc.Linear": 7*layers + head, "sqc.Rotary": 2 * layers, "sqc.Attention": layers,

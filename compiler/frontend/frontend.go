@@ -9,6 +9,7 @@
 package frontend
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -75,8 +76,28 @@ func loadONNX(path string) (*compiler.Graph, error) {
 	// one names no classes.
 	if data, err := os.ReadFile(filepath.Join(Dir(path), "config.json")); err == nil {
 		configLabels(g, data)
+		configArchitecture(g, data)
 	}
 	return g, nil
+}
+
+// configArchitecture sets g's Meta "architecture" and "vocab_size" (as
+// the HuggingFace frontend sets them) from config.json data when it names
+// one architecture: what says an export's "logits" are a masked language
+// model's (compiler.IsMaskedLM), which sqc serves as a sparse encoder,
+// rather than a token classifier's. Only a hint, as configLabels'.
+func configArchitecture(g *compiler.Graph, data []byte) {
+	var raw struct {
+		Architectures []string `json:"architectures"`
+		VocabSize     *int64   `json:"vocab_size"`
+	}
+	if json.Unmarshal(data, &raw) != nil || len(raw.Architectures) != 1 || g.Meta["architecture"] != "" {
+		return
+	}
+	g.Meta["architecture"] = raw.Architectures[0]
+	if raw.VocabSize != nil && g.Meta["vocab_size"] == "" {
+		g.Meta["vocab_size"] = strconv.FormatInt(*raw.VocabSize, 10)
+	}
 }
 
 // configLabels sets g's class names (Meta "id2label.N", as the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/internal/testmodels"
 )
 
@@ -115,6 +116,56 @@ func TestONNXConfigLabels(t *testing.T) {
 			if !slices.Equal(got, c.want) {
 				t.Errorf("config %s, %s: labels %q, want %q", c.config, path, got, c.want)
 			}
+		}
+	}
+}
+
+// TestMaskedLMDetected: a masked language model read from its folder or
+// its ONNX export (whose config.json beside it names the architecture)
+// is one (compiler.IsMaskedLM: served as a sparse encoder); a token
+// classifier, whose logits have the same rank, is not, nor is the masked
+// language model's export when its config.json is gone or names another
+// vocabulary size.
+func TestMaskedLMDetected(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want bool
+	}{
+		{testmodels.TinyBertMLM, true}, {testmodels.TinyXLMRMLM, true}, {testmodels.TinyDistilBertMLM, true},
+		{testmodels.TinyModernBertMLM, true}, {testmodels.TinyBertTok, false}, {testmodels.TinyBertBase, false},
+	} {
+		dir := testmodels.TinyDir(t, c.name)
+		for _, path := range []string{dir, filepath.Join(dir, "model.onnx")} {
+			g, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := compiler.IsMaskedLM(g); got != c.want {
+				t.Errorf("%s: IsMaskedLM = %v, want %v (Meta %v)", path, got, c.want, g.Meta)
+			}
+		}
+	}
+	src := testmodels.TinyDir(t, testmodels.TinyBertMLM)
+	model, err := os.ReadFile(filepath.Join(src, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, config := range []string{"", `{"architectures": ["BertForMaskedLM"], "vocab_size": 30522}`} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "model.onnx"), model, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if config != "" {
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g, err := Load(filepath.Join(dir, "model.onnx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if compiler.IsMaskedLM(g) {
+			t.Errorf("config.json %q: IsMaskedLM, want not", config)
 		}
 	}
 }

@@ -104,10 +104,18 @@ func TestBadInput(t *testing.T) {
 		{
 			name: "unsupported architecture",
 			break_: func(t *testing.T, m *tinyModel) files {
-				m.config["architectures"] = []string{"BertForMaskedLM"}
+				m.config["architectures"] = []string{"BertForPreTraining"}
 				return files{m.configJSON(t), m.safetensorsBytes(t)}
 			},
-			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"BertForMaskedLM", ArchBertForSequence},
+			cause: compiler.ErrUnknownModel, file: ConfigFile, want: []string{"BertForPreTraining", ArchBertForSequence, ArchBertForMaskedLM},
+		},
+		{
+			name: "masked language model without its head",
+			break_: func(t *testing.T, m *tinyModel) files {
+				m.config["architectures"] = []string{ArchBertForMaskedLM}
+				return files{m.configJSON(t), m.safetensorsBytes(t)}
+			},
+			cause: compiler.ErrMissingTensor, file: "model.safetensors", want: []string{"cls.predictions.transform.dense.weight", ArchBertForMaskedLM, "architectures to BertModel"},
 		},
 		{
 			name: "missing weight",

@@ -88,6 +88,19 @@ const (
 	ArchDebertaForQA    = "DebertaForQuestionAnswering"
 	ArchAlbertForQA     = "AlbertForQuestionAnswering"
 
+	// Masked language models (the pretraining head: dense, activation,
+	// LayerNorm, then a decoder to the vocabulary tied to the word
+	// embeddings), output "logits" [batch, sequence, vocabulary]: served
+	// and generated as sparse encoders (SPLADE), their logits pooled over
+	// the tokens.
+	ArchBertForMaskedLM       = "BertForMaskedLM"
+	ArchDistilBertForMaskedLM = "DistilBertForMaskedLM"
+	ArchRobertaForMaskedLM    = "RobertaForMaskedLM"
+	ArchXLMRobertaForMaskedLM = "XLMRobertaForMaskedLM"
+	ArchCamembertForMaskedLM  = "CamembertForMaskedLM"
+	ArchMPNetForMaskedLM      = "MPNetForMaskedLM"
+	ArchModernBertForMaskedLM = "ModernBertForMaskedLM"
+
 	// JinaBERT (model_type "bert", position_embedding_type "alibi"):
 	// jina-embeddings-v2 publishes its config as JinaBertForMaskedLM,
 	// read as the base model (the encoder; the MLM head is not built).
@@ -99,14 +112,14 @@ const (
 // architecturesByType lists, per model_type, the architectures Build knows;
 // the first is the base model, used when config.json names none.
 var architecturesByType = map[string][]string{
-	ModelBERT:       {ArchBertModel, ArchBertForSequence, ArchBertForToken, ArchBertForQA, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence},
-	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence, ArchDistilBertForToken, ArchDistilBertForQA},
-	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence, ArchRobertaForToken, ArchRobertaForQA},
-	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence, ArchXLMRobertaForToken, ArchXLMRobertaForQA},
-	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence, ArchCamembertForToken, ArchCamembertForQA},
+	ModelBERT:       {ArchBertModel, ArchBertForSequence, ArchBertForToken, ArchBertForQA, ArchBertForMaskedLM, ArchJinaBertModel, ArchJinaBertForMaskedLM, ArchJinaBertForSequence},
+	ModelDistilBERT: {ArchDistilBertModel, ArchDistilBertForSequence, ArchDistilBertForToken, ArchDistilBertForQA, ArchDistilBertForMaskedLM},
+	ModelRoBERTa:    {ArchRobertaModel, ArchRobertaForSequence, ArchRobertaForToken, ArchRobertaForQA, ArchRobertaForMaskedLM},
+	ModelXLMRoBERTa: {ArchXLMRobertaModel, ArchXLMRobertaForSequence, ArchXLMRobertaForToken, ArchXLMRobertaForQA, ArchXLMRobertaForMaskedLM},
+	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence, ArchCamembertForToken, ArchCamembertForQA, ArchCamembertForMaskedLM},
 	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence, ArchElectraForToken, ArchElectraForQA},
-	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence, ArchMPNetForToken, ArchMPNetForQA},
-	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence, ArchModernBertForToken},
+	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence, ArchMPNetForToken, ArchMPNetForQA, ArchMPNetForMaskedLM},
+	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence, ArchModernBertForToken, ArchModernBertForMaskedLM},
 	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
 	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
 	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence, ArchDebertaV2ForToken, ArchDebertaV2ForQA},
@@ -118,6 +131,11 @@ var architecturesByType = map[string][]string{
 // (outputs "start_logits" and "end_logits", [batch, sequence]).
 var questionAnswerers = []string{ArchBertForQA, ArchDistilBertForQA, ArchRobertaForQA, ArchXLMRobertaForQA, ArchCamembertForQA,
 	ArchElectraForQA, ArchMPNetForQA, ArchDebertaV2ForQA, ArchDebertaForQA, ArchAlbertForQA}
+
+// maskedLMs are the masked language models (output "logits" of [batch,
+// sequence, vocabulary]).
+var maskedLMs = []string{ArchBertForMaskedLM, ArchDistilBertForMaskedLM, ArchRobertaForMaskedLM, ArchXLMRobertaForMaskedLM,
+	ArchCamembertForMaskedLM, ArchMPNetForMaskedLM, ArchModernBertForMaskedLM}
 
 // tokenClassifiers are the architectures that end in a per-token
 // classification head (output "logits" of [batch, sequence, labels]).
@@ -247,6 +265,9 @@ type ModernBERTConfig struct {
 	// LayerNorms, Wqkv and Wo, Wi and Wo, and the head's dense have biases
 	// (norm_bias, attention_bias, mlp_bias, classifier_bias).
 	NormBias, AttentionBias, MLPBias, ClassifierBias bool
+	// DecoderBias is decoder_bias: whether ModernBertForMaskedLM's decoder
+	// has a bias.
+	DecoderBias bool
 	// ClassifierActivation is classifier_activation, the head's (an ACT2FN
 	// name); ClassifierPooling is classifier_pooling: "cls" or "mean".
 	ClassifierActivation, ClassifierPooling string
@@ -327,9 +348,29 @@ func (c *Config) IsQuestionAnswering() bool {
 	return slices.Contains(questionAnswerers, c.Architecture)
 }
 
+// IsMaskedLM reports whether the architecture ends in a masked language
+// model's head (output "logits", one row of vocabulary logits per token).
+func (c *Config) IsMaskedLM() bool { return slices.Contains(maskedLMs, c.Architecture) }
+
+// MaskedLMActivation is the activation of a masked language model's head
+// (buildMaskedLMHead): BERT's and DistilBERT's is the layers' (hidden_act,
+// activation), ModernBERT's classifier_activation, RoBERTa's and MPNet's
+// LMHead always the erf GELU.
+func (c *Config) MaskedLMActivation() string {
+	switch c.ModelType {
+	case ModelBERT, ModelDistilBERT:
+		return c.HiddenAct
+	case ModelModernBERT:
+		return c.ModernBERT.ClassifierActivation
+	}
+	return ActGELU
+}
+
 // perTokenHead reports whether the architecture's head runs on every
 // token of the base model's last_hidden_state (buildTokenHead).
-func (c *Config) perTokenHead() bool { return c.IsTokenClassifier() || c.IsQuestionAnswering() }
+func (c *Config) perTokenHead() bool {
+	return c.IsTokenClassifier() || c.IsQuestionAnswering() || c.IsMaskedLM()
+}
 
 // hasLabels reports whether the architecture's output is one logit per
 // label (of the sequence or of each token): id2label sizes it.
@@ -423,6 +464,7 @@ type rawConfig struct {
 	AttentionBias        *bool                      `json:"attention_bias"`
 	MLPBias              *bool                      `json:"mlp_bias"`
 	ClassifierBias       *bool                      `json:"classifier_bias"`
+	DecoderBias          *bool                      `json:"decoder_bias"`
 	ClassifierActivation *string                    `json:"classifier_activation"`
 	ClassifierPooling    *string                    `json:"classifier_pooling"`
 	GlobalAttnEveryN     *int                       `json:"global_attn_every_n_layers"`
@@ -845,8 +887,21 @@ func (c *Config) key(bertKey string) string {
 }
 
 // parameterCount is the number of float32 weights the architecture has; the
-// sizes are bounded by Validate first, so it cannot overflow int64.
+// sizes are bounded by Validate first, so it cannot overflow int64. A
+// masked language model's head adds its dense layer, its norm and the
+// decoder's bias (the decoder's weight is the word embeddings').
 func (c *Config) parameterCount() int64 {
+	n := c.modelParameters()
+	if c.IsMaskedLM() {
+		h := int64(c.HiddenSize)
+		n += h*h + h + 2*h + int64(c.VocabSize)
+	}
+	return n
+}
+
+// modelParameters is parameterCount without a masked language model's
+// head.
+func (c *Config) modelParameters() int64 {
 	h, i, e := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.EmbeddingWidth())
 	if c.ModelType == ModelModernBERT {
 		return c.modernBertParameters()

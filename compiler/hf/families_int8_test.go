@@ -149,6 +149,9 @@ func TestTinyFamiliesINT8(t *testing.T) {
 				if cfg.IsTokenClassifier() && cfg.ModelType == ModelModernBERT && cfg.ModernBERT.ClassifierActivation == cfg.FFNActivation() {
 					layers++ // the per-token prediction head's dense fuses the same activation
 				}
+				if cfg.IsMaskedLM() && ffnEpilogue[cfg.MaskedLMActivation()] == ffnEpilogue[cfg.FFNActivation()] {
+					layers++ // so does the masked language model head's
+				}
 				if want := "act=" + ffnEpilogue[cfg.FFNActivation()]; strings.Count(listing, want) != layers {
 					t.Errorf("%s: %d GEMMs with %s, want one per layer (%d):\n%s", frontend, strings.Count(listing, want), want, layers, listing)
 				}

@@ -121,7 +121,7 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 
 	prefix := ""
-	if cfg.hasLabels() || cfg.IsQuestionAnswering() {
+	if cfg.hasLabels() || cfg.IsQuestionAnswering() || cfg.IsMaskedLM() {
 		prefix = cfg.ParamPrefix()
 	}
 	tokenHead := cfg.perTokenHead()
@@ -180,12 +180,15 @@ func Build(cfg Config, weights WeightSource) (*compiler.Graph, error) {
 	}
 	if tokenHead {
 		buildTokenHead(b)
-		if cfg.IsQuestionAnswering() {
+		switch {
+		case cfg.IsQuestionAnswering():
 			g.Outputs = []*compiler.Value{
 				{Name: outStartLogits, DType: compiler.Float32, Shape: batchBy(seqDim)},
 				{Name: outEndLogits, DType: compiler.Float32, Shape: batchBy(seqDim)},
 			}
-		} else {
+		case cfg.IsMaskedLM():
+			g.Outputs = []*compiler.Value{{Name: outLogits, DType: compiler.Float32, Shape: batchBy(seqDim, compiler.Dim{Size: int64(cfg.VocabSize)})}}
+		default:
 			g.Outputs = []*compiler.Value{{Name: outLogits, DType: compiler.Float32, Shape: batchBy(seqDim, compiler.Dim{Size: int64(len(cfg.Labels))})}}
 		}
 		g.RemoveUnused()

@@ -45,6 +45,7 @@ func parseModernBERT(cfg *Config, raw rawConfig, path string) error {
 	m := &cfg.ModernBERT
 	m.NormBias, m.AttentionBias, m.MLPBias, m.ClassifierBias = boolOr(raw.NormBias, false), boolOr(raw.AttentionBias, false),
 		boolOr(raw.MLPBias, false), boolOr(raw.ClassifierBias, false)
+	m.DecoderBias = boolOr(raw.DecoderBias, true)
 	m.ClassifierActivation = strOr(raw.ClassifierActivation, ActGELU)
 	m.ClassifierPooling = strOr(raw.ClassifierPooling, "cls")
 	m.Window = intOr(raw.LocalAttention, modernBertWindow)

@@ -188,15 +188,36 @@ const (
 // TinyQAModels lists the tiny question answering models.
 var TinyQAModels = []string{TinyBertQA, TinyDistilBertQA}
 
+// Tiny masked language models (gen/make_mlm.py), the form sparse
+// encoders (SPLADE) are published in: the encoder without its pooler and
+// the pretraining head on every token ("logits", [batch, sequence,
+// vocabulary]), the decoder's weight tied to the word embeddings and
+// absent from the checkpoint as save_pretrained leaves it.
+const (
+	// BertForMaskedLM, gelu_new (the head's too), token types, opset 14.
+	TinyBertMLM = "bert-mlm-gelunew"
+	// XLMRobertaForMaskedLM, relu layers and the head's erf GELU,
+	// opset 17.
+	TinyXLMRMLM = "xlmr-mlm-relu"
+	// DistilBertForMaskedLM, gelu, opset 17.
+	TinyDistilBertMLM = "distilbert-mlm-gelu"
+	// ModernBertForMaskedLM: the prediction head (dense with a bias,
+	// GELU, norm), the decoder with its bias; opset 14.
+	TinyModernBertMLM = "modernbert-mlm-gelu"
+)
+
+// TinyMaskedLMModels lists the tiny masked language models.
+var TinyMaskedLMModels = []string{TinyBertMLM, TinyXLMRMLM, TinyDistilBertMLM, TinyModernBertMLM}
+
 // TinyModernBertModels lists the tiny ModernBERT models.
-var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase, TinyModernBertTok}
+var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase, TinyModernBertTok, TinyModernBertMLM}
 
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
 	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls, TinyNomicBase, TinyNomicCls, TinyNomicGelu,
 	TinyAlbertCls, TinyAlbertBase, TinyBertTok, TinyXLMRTok, TinyDistilBertTok, TinyModernBertTok,
-	TinyBertQA, TinyDistilBertQA}
+	TinyBertQA, TinyDistilBertQA, TinyBertMLM, TinyXLMRMLM, TinyDistilBertMLM, TinyModernBertMLM}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

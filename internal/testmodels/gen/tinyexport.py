@@ -13,19 +13,22 @@ import torch
 import make_models
 
 
-def write(out_dir, name, c, model, batch, names, onames, opset, published=False, per_token=("last_hidden_state",)):
+def write(out_dir, name, c, model, batch, names, onames, opset, published=False, per_token=("last_hidden_state",), drop=()):
     """Writes folder name under out_dir: c as config.json, the model's
     state dict as model.safetensors (not for a published-shape model, whose
     weights are only there to be timed), PyTorch's outputs onames of the
     batch's inputs names as reference.json, and torch.onnx.export with
-    dynamic batch and sequence axes (the outputs per_token names: both)."""
+    dynamic batch and sequence axes (the outputs per_token names: both).
+    The checkpoint leaves out the tensors drop names (tied weights, which
+    save_pretrained does not save)."""
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(c, f, indent=2, sort_keys=True)
         f.write("\n")
     if not published:
-        make_models.save_safetensors(os.path.join(d, "model.safetensors"), dict(model.state_dict()))
+        state = {k: v for k, v in model.state_dict().items() if k not in drop}
+        make_models.save_safetensors(os.path.join(d, "model.safetensors"), state)
     args = tuple(torch.from_numpy(batch[n]) for n in names)
     with torch.no_grad():
         outs = make_models.as_tuple(model(*args))
