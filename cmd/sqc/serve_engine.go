@@ -16,9 +16,11 @@ import (
 // engineModel is the in-process INT8 engine as a serve.Model: Run chunks a
 // batch by length (modelrt.ChunkOrder, as generated packages do), runs
 // each chunk through the Program, and returns a classifier's logits, a
-// question answerer's start then end logits, or an encoder's sentence
-// embeddings: its sentence-transformers head's, as `sqc run` computes
-// them, else hidden states mean-pooled over each sequence's tokens.
+// question answerer's start then end logits, a sparse encoder's
+// vocabulary-wide vector (its masked LM logits pooled by SPLADE's head),
+// or an encoder's sentence embeddings: its sentence-transformers head's,
+// as `sqc run` computes them, else hidden states mean-pooled over each
+// sequence's tokens.
 type engineModel struct {
 	prog  *exec.Program
 	q     *compiler.Graph // the INT8 graph: its inputs are what Run feeds
@@ -28,13 +30,18 @@ type engineModel struct {
 	end   string                 // a question answerer's end_logits, Run's after out; else ""
 	embed *modelrt.EmbeddingHead // a sentence-transformers folder's head, or nil
 	order []int                  // ChunkOrder's, reused
+	// sparse pools a sparse encoder's (a masked LM's) logits of every
+	// token into its vector; nil for any other model.
+	sparse *modelrt.SparseHead
 }
 
 // newEngineModel compiles the INT8 graph q (built from the canonical
 // graph g, which keeps the labels and tables) and probes it once to learn
 // what it outputs: [batch, labels] logits, [batch, seq, labels] logits of
 // a token classifier, [batch, seq] start_logits and end_logits of a
-// question answerer, or [batch, seq, hidden] states.
+// question answerer, [batch, seq, vocab] logits of a masked language
+// model (served as a SPLADE sparse encoder), or [batch, seq, hidden]
+// states.
 // head is the model's own (loadModelHead's): its pooling, prompts and
 // scoring are the server's, so answers equal `sqc run`'s.
 func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelHead, threads, maxBatch int) (*engineModel, error) {
@@ -68,6 +75,18 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 	case isQuestionAnswering(q) && isLogits("start_logits") && isLogits("end_logits"):
 		m.info.Kind, m.info.Labels = serve.QuestionAnswerer, nil
 		m.out, m.end = "start_logits", "end_logits"
+	case compiler.IsMaskedLM(q) && len(shape) == 3:
+		// Before the generic 3-D cases: a masked LM's logits are per
+		// token, as a token classifier's and hidden states are, but its
+		// vector is SPLADE's pooling of them over the vocabulary, as TEI
+		// serves it with --pooling splade. The INT8 graph keeps the
+		// canonical graph's Meta, architecture included. The head is
+		// SPLADE's (max, relu: the zero value), TEI's only one; a
+		// sentence-transformers folder's SpladePooling settings are not
+		// read: the check below refuses a folder of any kind but
+		// Embedder.
+		m.info.Kind, m.info.Labels, m.info.Pooling = serve.SparseEmbedder, nil, "splade"
+		m.sparse = &modelrt.SparseHead{}
 	case len(shape) == 2 && shape[1] == 1:
 		m.info.Kind = serve.CrossEncoder
 	case len(shape) == 2 && int(shape[1]) == len(m.info.Labels):
@@ -161,6 +180,8 @@ func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, er
 				continue
 			}
 			switch {
+			case m.sparse != nil:
+				out[i] = m.sparse.Pool(row.F32, int(row.Shape[1]), b.AttentionMask[i])
 			case m.embed != nil:
 				out[i] = m.embed.Embed(row.F32, int(row.Shape[1]), b.AttentionMask[i])
 			case m.info.Kind == serve.Embedder:

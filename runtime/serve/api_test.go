@@ -169,6 +169,30 @@ var apiCases = []apiCase{
 	{name: "classify_tokens_424_question_answerer", kind: QuestionAnswerer, path: "/classify_tokens", body: `{"inputs":"a"}`},
 	{name: "openai_424_question_answerer", kind: QuestionAnswerer, path: "/v1/embeddings", body: `{"input":"a"}`},
 
+	// /embed_sparse (the fake's weights are sparseWeight's)
+	{name: "embed_sparse_single", kind: SparseEmbedder, path: "/embed_sparse", body: `{"inputs":"a good movie"}`},
+	{name: "embed_sparse_list", kind: SparseEmbedder, path: "/embed_sparse", body: `{"inputs":["the the the","what is deep learning?",[5]]}`},
+	{name: "embed_sparse_truncate_left", kind: SparseEmbedder, path: "/embed_sparse", body: `{"inputs":"` + words20 + `","truncate":true,"truncation_direction":"left"}`},
+	{name: "embed_sparse_prompt", kind: SparseEmbedder, info: withPrompts, path: "/embed_sparse", body: `{"inputs":"a movie","prompt_name":"query"}`},
+	{name: "embed_sparse_normalize_ignored", kind: SparseEmbedder, path: "/embed_sparse", body: `{"inputs":"a movie","normalize":"yes"}`},
+	{name: "embed_sparse_root", kind: SparseEmbedder, path: "/", body: `{"inputs":"a movie"}`},
+	{name: "embed_sparse_400_missing", kind: SparseEmbedder, path: "/embed_sparse", body: `{"input":"a movie"}`},
+	{name: "embed_sparse_400_truncation_direction", kind: SparseEmbedder, path: "/embed_sparse", body: `{"inputs":"a","truncation_direction":"Up"}`},
+	{name: "embed_sparse_413_batch", kind: SparseEmbedder, cfg: Config{MaxClientBatchSize: 2}, path: "/embed_sparse", body: `{"inputs":["a","the","it"]}`},
+	{name: "embed_sparse_422_too_long", kind: SparseEmbedder, path: "/embed_sparse", body: `{"inputs":"` + long + `","truncate":false}`},
+	{name: "embed_sparse_422_prompt_unknown", kind: SparseEmbedder, info: withPrompts, path: "/embed_sparse", body: `{"inputs":"a","prompt_name":"doc"}`},
+	{name: "embed_sparse_500_nan", kind: SparseEmbedder, setup: func(_ *Server, m *fakeModel) { m.nan = true }, path: "/embed_sparse", body: `{"inputs":"a"}`},
+	{name: "embed_sparse_424_embedder", kind: Embedder, path: "/embed_sparse", body: `{"inputs":"a"}`},
+	{name: "embed_sparse_424_token_classifier", kind: TokenClassifier, path: "/embed_sparse", body: `{"inputs":"a"}`},
+	{name: "embed_sparse_dense", kind: SparseEmbedder, path: "/embed", body: `{"inputs":"a good movie","normalize":false}`},
+	{name: "embed_424_sparse_normalize", kind: SparseEmbedder, path: "/embed", body: `{"inputs":"a good movie"}`},
+	{name: "embed_424_sparse_normalize_true", kind: SparseEmbedder, path: "/embed", body: `{"inputs":["a good movie"],"normalize":true}`},
+	{name: "openai_424_sparse", kind: SparseEmbedder, path: "/v1/embeddings", body: `{"input":"a"}`},
+	{name: "predict_424_sparse", kind: SparseEmbedder, path: "/predict", body: `{"inputs":"a"}`},
+	{name: "rerank_424_sparse", kind: SparseEmbedder, path: "/rerank", body: `{"query":"a","texts":["b"]}`},
+	{name: "classify_tokens_424_sparse", kind: SparseEmbedder, path: "/classify_tokens", body: `{"inputs":"a"}`},
+	{name: "answer_424_sparse", kind: SparseEmbedder, path: "/answer", body: `{"inputs":{"question":"a","context":"b"}}`},
+
 	// /health, /info
 	{name: "health", kind: Embedder, method: "GET", path: "/health"},
 	{name: "health_503_draining", kind: Embedder, setup: func(s *Server, _ *fakeModel) { s.draining.Store(true) }, method: "GET", path: "/health"},
@@ -177,6 +201,7 @@ var apiCases = []apiCase{
 	{name: "info_cross_encoder", kind: CrossEncoder, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
 	{name: "info_token_classifier", kind: TokenClassifier, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
 	{name: "info_question_answerer", kind: QuestionAnswerer, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
+	{name: "info_sparse_embedder", kind: SparseEmbedder, cfg: Config{Version: "test", TokenizationWorkers: 2}, method: "GET", path: "/info"},
 	{name: "unknown_404", kind: Embedder, method: "GET", path: "/nope"},
 }
 

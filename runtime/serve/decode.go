@@ -23,7 +23,8 @@ type input struct {
 	IDs  []int64 // non-nil: token ids
 }
 
-// embedRequest is POST /embed (and the embedding form of POST /).
+// embedRequest is POST /embed (and the embedding form of POST /), and
+// POST /embed_sparse, which has no normalize.
 type embedRequest struct {
 	Inputs     []input
 	Truncate   *bool // nil: the server's --auto-truncate
@@ -197,20 +198,20 @@ func tokenIDs(raw json.RawMessage) ([]int64, bool) {
 	return ids, true
 }
 
-func decodeEmbed(body []byte) (embedRequest, *apiError) {
-	var raw struct {
-		Inputs              json.RawMessage `json:"inputs"`
-		Truncate            *bool           `json:"truncate"`
-		Normalize           *bool           `json:"normalize"`
-		TruncationDirection *string         `json:"truncation_direction"`
-		PromptName          *string         `json:"prompt_name"`
-	}
-	if err := decodeObject(body, &raw); err != nil {
-		return embedRequest{}, err
-	}
-	r := embedRequest{Truncate: raw.Truncate, Normalize: raw.Normalize == nil || *raw.Normalize, PromptName: raw.PromptName}
+// embedFields are the fields /embed and /embed_sparse share (TEI's
+// EmbedRequest without normalize is its EmbedSparseRequest).
+type embedFields struct {
+	Inputs              json.RawMessage `json:"inputs"`
+	Truncate            *bool           `json:"truncate"`
+	TruncationDirection *string         `json:"truncation_direction"`
+	PromptName          *string         `json:"prompt_name"`
+}
+
+// request reads the shared fields into an embedRequest (Normalize unset).
+func (f *embedFields) request() (embedRequest, *apiError) {
+	r := embedRequest{Truncate: f.Truncate, PromptName: f.PromptName}
 	// TEI's TruncationDirection is "Left" or "Right" (serde's names).
-	if d := raw.TruncationDirection; d != nil {
+	if d := f.TruncationDirection; d != nil {
 		switch {
 		case strings.EqualFold(*d, "left"):
 			r.Left = true
@@ -220,10 +221,37 @@ func decodeEmbed(body []byte) (embedRequest, *apiError) {
 		}
 	}
 	var err *apiError
-	if r.Inputs, err = inputsOf("inputs", raw.Inputs); err != nil {
+	if r.Inputs, err = inputsOf("inputs", f.Inputs); err != nil {
 		return embedRequest{}, err
 	}
 	return r, nil
+}
+
+func decodeEmbed(body []byte) (embedRequest, *apiError) {
+	var raw struct {
+		embedFields
+		Normalize *bool `json:"normalize"`
+	}
+	if err := decodeObject(body, &raw); err != nil {
+		return embedRequest{}, err
+	}
+	r, err := raw.request()
+	if err != nil {
+		return embedRequest{}, err
+	}
+	r.Normalize = raw.Normalize == nil || *raw.Normalize
+	return r, nil
+}
+
+// decodeEmbedSparse reads TEI's EmbedSparseRequest: /embed's fields but
+// normalize, which is ignored as any unknown field is (a sparse vector
+// is never normalised: its weights are what it scores with).
+func decodeEmbedSparse(body []byte) (embedRequest, *apiError) {
+	var raw embedFields
+	if err := decodeObject(body, &raw); err != nil {
+		return embedRequest{}, err
+	}
+	return raw.request()
 }
 
 // decodePredict reads TEI's PredictInput: a string, a pair [a, b], or a

@@ -51,6 +51,9 @@ func FuzzTokenize(f *testing.F) { fuzzEndpoint(f, Embedder, "/tokenize") }
 func FuzzOpenAI(f *testing.F)   { fuzzEndpoint(f, Embedder, "/v1/embeddings") }
 func FuzzRoot(f *testing.F)     { fuzzEndpoint(f, CrossEncoder, "/") }
 func FuzzAnswer(f *testing.F)   { fuzzEndpoint(f, QuestionAnswerer, "/answer") }
+func FuzzEmbedSparse(f *testing.F) {
+	fuzzEndpoint(f, SparseEmbedder, "/embed_sparse")
+}
 func FuzzClassifyTokens(f *testing.F) {
 	fuzzEndpoint(f, TokenClassifier, "/classify_tokens")
 }

@@ -120,8 +120,19 @@ func setTimingHeaders(hd http.Header, t *timings, total time.Duration) {
 
 // wrongKind is TEI's answer to an endpoint the model does not serve.
 func (s *Server) wrongKind(what string) *apiError {
-	return &apiError{http.StatusFailedDependency, fmt.Sprintf("model is not %s model", what), errBackend}
+	return modelCannot(fmt.Sprintf("model is not %s model", what))
 }
+
+// modelCannot is a 424: the request asks what the model cannot compute,
+// which TEI answers as a backend error.
+func modelCannot(msg string) *apiError {
+	return &apiError{http.StatusFailedDependency, msg, errBackend}
+}
+
+// errSparseNormalize is TEI's answer to a request for a normalised
+// vector of a SPLADE model: its weights are what it scores with, and
+// scaling them would change a sparse index's dot products.
+var errSparseNormalize = modelCannot("`normalize` is not available for SPLADE models")
 
 // checkCount enforces 1..MaxClientBatchSize inputs.
 func (s *Server) checkCount(field string, n int) *apiError {
@@ -255,8 +266,11 @@ func (s *Server) contextError(err error) *apiError {
 	return &apiError{499, "client closed the request", errValidation}
 }
 
+// embed answers POST /embed. A sparse embedder's vectors are answered
+// dense, as TEI answers them, but only with "normalize": false (TEI's
+// default, true, is its 424).
 func (s *Server) embed(ctx context.Context, body []byte, t *timings) (any, *apiError) {
-	if s.info.Kind != Embedder {
+	if s.info.Kind != Embedder && s.info.Kind != SparseEmbedder {
 		return nil, s.wrongKind("an embedding")
 	}
 	req, e := decodeEmbed(body)
@@ -265,6 +279,9 @@ func (s *Server) embed(ctx context.Context, body []byte, t *timings) (any, *apiE
 	}
 	if e := s.checkCount("inputs", len(req.Inputs)); e != nil {
 		return nil, e
+	}
+	if s.info.Kind == SparseEmbedder && req.Normalize {
+		return nil, errSparseNormalize
 	}
 	return s.embedInputs(ctx, req.Inputs, req.PromptName, req.Truncate, req.Left, req.Normalize, t)
 }
@@ -477,7 +494,13 @@ type openAIUsage struct {
 }
 
 func (s *Server) openAI(ctx context.Context, body []byte, t *timings) (any, *apiError) {
-	if s.info.Kind != Embedder {
+	switch s.info.Kind {
+	case Embedder:
+	case SparseEmbedder:
+		// OpenAI's embeddings are unit vectors: TEI refuses to normalise
+		// a SPLADE model's, whatever the request.
+		return nil, errSparseNormalize
+	default:
 		return nil, s.wrongKind("an embedding")
 	}
 	req, e := decodeOpenAI(body)
@@ -551,6 +574,10 @@ func (s *Server) infoHandler(w http.ResponseWriter, r *http.Request) {
 	switch s.info.Kind {
 	case Embedder:
 		resp.ModelType = map[string]any{"embedding": map[string]string{"pooling": cmp.Or(s.info.Pooling, "mean")}}
+	case SparseEmbedder:
+		// TEI's SPLADE model is an embedding model of pooling "splade",
+		// which its clients (and its own POST /) tell it by.
+		resp.ModelType = map[string]any{"embedding": map[string]string{"pooling": cmp.Or(s.info.Pooling, "splade")}}
 	case QuestionAnswerer:
 		// No labels: the two logits of every token are the start's and
 		// the end's. The defaults are /answer's max_seq_len and doc_stride.

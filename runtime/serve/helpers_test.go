@@ -104,6 +104,8 @@ func (m *fakeModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, erro
 			out[i] = nerLogits(ids)
 		case QuestionAnswerer:
 			out[i] = qaLogits(ids)
+		case SparseEmbedder:
+			out[i] = sparseVector(ids, m.tok.VocabSize())
 		}
 		if nan {
 			out[i][0] = float32(math.NaN())
@@ -146,6 +148,22 @@ func qaLogits(ids []int64) []float32 {
 	out := make([]float32, 2*len(ids))
 	for j, id := range ids {
 		out[j], out[len(ids)+j] = qaStart[id], qaEnd[id]
+	}
+	return out
+}
+
+// sparseWeight is the fake sparse embedder's weight of the token at
+// position j: 0, 1/3, 2/3, 0, ... so that some tokens of every text (its
+// [CLS]) weigh nothing, and the thirds print with float32's digits.
+func sparseWeight(j int) float32 { return float32(j%3) / 3 }
+
+// sparseVector is the fake sparse embedder's vector for a sequence: one
+// entry per vocabulary entry, the largest weight of its tokens at each
+// token's id (SPLADE's max pooling), 0 for the ids not in the sequence.
+func sparseVector(ids []int64, vocab int) []float32 {
+	out := make([]float32, vocab)
+	for j, id := range ids {
+		out[id] = max(out[id], sparseWeight(j))
 	}
 	return out
 }

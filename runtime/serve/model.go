@@ -26,6 +26,11 @@ const (
 	// (question, context) window (/answer): an extractive question
 	// answering model such as BertForQuestionAnswering.
 	QuestionAnswerer Kind = "question-answering"
+	// SparseEmbedder: one vocabulary-wide vector per text, mostly zeros
+	// (/embed_sparse): a SPLADE model, a *ForMaskedLM whose per-token
+	// vocabulary logits the model's Run pools (modelrt.SparseHead), as
+	// TEI serves a model with --pooling splade.
+	SparseEmbedder Kind = "sparse-embedding"
 )
 
 // Info describes a Model to the server.
@@ -47,7 +52,9 @@ type Info struct {
 	// TypeVocab is the number of token types the model embeds; with 0 or
 	// 1 (DistilBERT) the token types of pairs are not passed to Run.
 	TypeVocab int
-	// Pooling names how an embedder pools token states ("mean" if empty).
+	// Pooling names how an embedder pools token states ("mean" if empty;
+	// a sparse embedder's is "splade" if empty, the name TEI's clients
+	// know SPLADE models by in /info).
 	Pooling string
 	// Normalized: an embedder's vectors are already unit length (its own
 	// head ends in a Normalize module), so the server returns them as
@@ -81,7 +88,9 @@ type Model interface {
 	Tokenizer() *tokenizer.Tokenizer
 	// Run computes one output row per sequence of b, in order: an
 	// embedder's vector, a classifier's logits, a cross-encoder's logit,
-	// a token classifier's logits for every position of the sequence
+	// a sparse embedder's pooled vector of one entry per vocabulary entry
+	// (the server sparsifies it; it does not pool), a token classifier's
+	// logits for every position of the sequence
 	// (len(b.InputIDs[i]) rows of len(Labels) values, row-major; no rows
 	// for the padding a chunk adds), a question answerer's 2·n values for
 	// a sequence of n = len(b.InputIDs[i]) tokens: its n start logits,
@@ -121,8 +130,8 @@ func (f Func) Run(ctx context.Context, b modelrt.Batch) ([][]float32, error) {
 func checkInfo(m Model) (Info, error) {
 	info := m.Info()
 	switch {
-	case info.Kind != Embedder && info.Kind != Classifier && info.Kind != CrossEncoder && info.Kind != TokenClassifier && info.Kind != QuestionAnswerer:
-		return info, fmt.Errorf("serve: model kind %q: want %q, %q, %q, %q or %q", info.Kind, Embedder, Classifier, CrossEncoder, TokenClassifier, QuestionAnswerer)
+	case info.Kind != Embedder && info.Kind != SparseEmbedder && info.Kind != Classifier && info.Kind != CrossEncoder && info.Kind != TokenClassifier && info.Kind != QuestionAnswerer:
+		return info, fmt.Errorf("serve: model kind %q: want %q, %q, %q, %q, %q or %q", info.Kind, Embedder, SparseEmbedder, Classifier, CrossEncoder, TokenClassifier, QuestionAnswerer)
 	case info.MaxSequence < 3:
 		return info, fmt.Errorf("serve: model MaxSequence %d: want at least 3 (room for [CLS] x [SEP])", info.MaxSequence)
 	case info.MaxBatch < 1:

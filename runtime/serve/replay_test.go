@@ -44,6 +44,8 @@ var replays = []struct {
 		`{"inputs": "I like you. I love you", "parameters": {}}`, 2},
 	{"TEI README curl /tokenize", Embedder, "/tokenize",
 		`{"inputs":"test"}`, 1},
+	{"TEI README curl /embed_sparse", SparseEmbedder, "/embed_sparse",
+		`{"inputs":"I like you."}`, 1},
 }
 
 func TestClientReplays(t *testing.T) {

@@ -140,6 +140,7 @@ func (s *Server) Close() {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /embed", s.endpoint("embed", false, s.embed))
+	mux.HandleFunc("POST /embed_sparse", s.endpoint("embed_sparse", false, s.embedSparse))
 	mux.HandleFunc("POST /predict", s.endpoint("predict", false, s.predict))
 	mux.HandleFunc("POST /rerank", s.endpoint("rerank", false, s.rerank))
 	mux.HandleFunc("POST /classify_tokens", s.endpoint("classify_tokens", false, s.classifyTokens))
@@ -151,6 +152,8 @@ func (s *Server) routes() http.Handler {
 	switch s.info.Kind {
 	case Embedder:
 		root = s.embed
+	case SparseEmbedder:
+		root = s.embedSparse
 	case TokenClassifier:
 		root = s.classifyTokens
 	case QuestionAnswerer:
