@@ -105,7 +105,7 @@ func evalHead(c *cli.Context, cfg *int8Config) error {
 		if pairs, err = dataio.ReadPairs(data); err != nil {
 			return err
 		}
-		if head.st != nil {
+		if head.embeds() {
 			res.Kind = "sts"
 			for _, p := range pairs {
 				exs = append(exs, dataio.Example{Text: p.A, Line: p.Line, Label: -1}, dataio.Example{Text: p.B, Line: p.Line, Label: -1})

@@ -25,14 +25,15 @@ const (
 
 // modelHead is what turns a model's raw outputs into what `sqc run`
 // prints and `sqc eval` scores: the embedding head of a
-// sentence-transformers folder, or the scoring of a classifier whose
-// logits are scored elementwise (cross-encoders, multi-label). A zero
-// modelHead prints raw outputs.
+// sentence-transformers folder, the pooling of a sparse encoder, or the
+// scoring of a classifier whose logits are scored elementwise
+// (cross-encoders, multi-label). A zero modelHead prints raw outputs.
 type modelHead struct {
-	st      *sentence.Model  // nil unless a sentence-transformers folder
-	prompt  string           // put before every text (st only)
-	scoring sentence.Scoring // classifier scoring; zero Activation: softmax classes
-	width   int              // the encoder's hidden size (st) or number of logits
+	st      *sentence.Model     // nil unless a sentence-transformers folder
+	sparse  *modelrt.SparseHead // a masked language model's (a sparse encoder): SPLADE's, or its SparseEncoder folder's; else nil
+	prompt  string              // put before every text (st only)
+	scoring sentence.Scoring    // classifier scoring; zero Activation: softmax classes
+	width   int                 // the encoder's hidden size (st) or number of logits
 }
 
 // loadModelHead reads the head of model, whose graph is g; promptName
@@ -42,6 +43,10 @@ func loadModelHead(model, promptName string, g *compiler.Graph) (*modelHead, err
 	if !sentence.IsFolder(model) {
 		if promptName != "" {
 			return nil, usageError{"--prompt-name is for sentence-transformers folders (with config_sentence_transformers.json prompts)"}
+		}
+		if w, ok := outputWidth(g, outLogits); ok && compiler.IsMaskedLM(g) {
+			h.sparse, h.width = &modelrt.SparseHead{}, w // served as text-embeddings-inference serves it with --pooling splade
+			return h, nil
 		}
 		if w, ok := outputWidth(g, outLogits); ok {
 			s, err := sentence.ScoreActivation(frontend.Dir(model), w)
@@ -56,9 +61,13 @@ func loadModelHead(model, promptName string, g *compiler.Graph) (*modelHead, err
 	if err != nil {
 		return nil, err
 	}
-	w, ok := outputWidth(g, outLastHidden)
+	out := outLastHidden
+	if st.Sparse != nil {
+		out, h.sparse = outLogits, st.Sparse
+	}
+	w, ok := outputWidth(g, out)
 	if !ok {
-		return nil, compiler.BadInput(model, "", fmt.Errorf("%w: the encoder has no %s output of known width", compiler.ErrUnknownModel, outLastHidden))
+		return nil, compiler.BadInput(model, "", fmt.Errorf("%w: the encoder has no %s output of known width", compiler.ErrUnknownModel, out))
 	}
 	if err := st.Check(w); err != nil {
 		return nil, err
@@ -81,7 +90,9 @@ func outputWidth(g *compiler.Graph, name string) (int, bool) {
 }
 
 // active reports whether the head changes what is printed.
-func (h *modelHead) active() bool { return h.st != nil || h.scoring.Activation != "" }
+func (h *modelHead) active() bool {
+	return h.st != nil || h.sparse != nil || h.scoring.Activation != ""
+}
 
 // tokenizer applies sentence_bert_config.json's max_seq_length.
 func (h *modelHead) tokenizer(tok *tokenizer.Tokenizer) (*tokenizer.Tokenizer, error) {
@@ -117,10 +128,18 @@ func pairExamples(tok *tokenizer.Tokenizer, pairs []dataio.Pair) []dataio.Exampl
 	return exs
 }
 
-// embedding is the sentence embedding of one result.
+// embedding is the sentence embedding of one result (a sparse encoder's:
+// its vocabulary-wide vector, mostly zeros).
 func (h *modelHead) embedding(r infer.Result, e infer.Encoded) []float32 {
+	if h.sparse != nil {
+		return h.sparse.Pool(r[outLogits].F32, h.width, e.Mask)
+	}
 	return h.st.Head.Embed(r[outLastHidden].F32, h.width, e.Mask)
 }
+
+// embeds reports whether the model's outputs are embeddings (dense or
+// sparse), compared by cosine and never given sentence pairs.
+func (h *modelHead) embeds() bool { return h.st != nil || h.sparse != nil }
 
 // embeddings are the sentence embeddings of results.
 func (h *modelHead) embeddings(res []infer.Result, enc []infer.Encoded) [][]float32 {
@@ -138,13 +157,19 @@ func (h *modelHead) scores(r infer.Result) []float32 {
 }
 
 // print writes one JSON object per input: {"embedding":[...]} for a
-// sentence-transformers model, {"logits":[x],"score":s} for a single-logit
+// sentence-transformers model, {"sparse_embedding":[{"index":i,"value":v},
+// ...]} for a sparse encoder (its non-zero entries, as /embed_sparse
+// answers), {"logits":[x],"score":s} for a single-logit
 // scorer, {"logits":[...],"scores":[...]} for a multi-label one.
 func (h *modelHead) print(w io.Writer, res []infer.Result, enc []infer.Encoded) error {
 	out := json.NewEncoder(w)
 	for i, r := range res {
 		var obj any
 		switch {
+		case h.sparse != nil:
+			obj = struct {
+				Sparse []modelrt.SparseValue `json:"sparse_embedding"`
+			}{modelrt.Sparsify(h.embedding(r, enc[i]))}
 		case h.st != nil:
 			obj = struct {
 				Embedding []float32 `json:"embedding"`
@@ -184,7 +209,7 @@ func readPairInputs(texts string) ([]dataio.Pair, error) {
 // acceptsPairs: sentence pairs are the input of a classifier (a
 // cross-encoder); an embedding model embeds texts one at a time.
 func (h *modelHead) acceptsPairs(path string) error {
-	if h.st != nil {
+	if h.embeds() {
 		return compiler.BadInput(path, "", fmt.Errorf("%w: a file of sentence pairs, but the model is a sentence-embedding model (give one text per line; `sqc eval` scores pairs by embedding cosine)", compiler.ErrInvalidRequest))
 	}
 	return nil

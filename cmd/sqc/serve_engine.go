@@ -81,10 +81,8 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 		// vector is SPLADE's pooling of them over the vocabulary, as TEI
 		// serves it with --pooling splade. The INT8 graph keeps the
 		// canonical graph's Meta, architecture included. The head is
-		// SPLADE's (max, relu: the zero value), TEI's only one; a
-		// sentence-transformers folder's SpladePooling settings are not
-		// read: the check below refuses a folder of any kind but
-		// Embedder.
+		// SPLADE's (max, relu: the zero value), TEI's only one, unless a
+		// SparseEncoder folder's SpladePooling says otherwise (below).
 		m.info.Kind, m.info.Labels, m.info.Pooling = serve.SparseEmbedder, nil, "splade"
 		m.sparse = &modelrt.SparseHead{}
 	case len(shape) == 2 && shape[1] == 1:
@@ -101,17 +99,23 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 	}
 	m.info.Scoring = head.scoring.Activation
 	if st := head.st; st != nil {
-		if m.info.Kind != serve.Embedder {
+		switch {
+		case st.Sparse != nil && m.info.Kind == serve.SparseEmbedder:
+			// A SparseEncoder folder: its SpladePooling's strategy and
+			// activation (the loader read a masked language model).
+			m.sparse = st.Sparse
+		case st.Sparse != nil || m.info.Kind != serve.Embedder:
 			prog.Close()
-			return nil, compiler.BadInput(st.Dir, m.out, fmt.Errorf("a sentence-transformers folder whose encoder outputs %v, not hidden states", outs[m.out].Shape))
+			return nil, compiler.BadInput(st.Dir, m.out, fmt.Errorf("a sentence-transformers folder whose encoder outputs %v, not what its modules pool", outs[m.out].Shape))
+		default:
+			m.embed = &st.Head
+			m.info.Normalized = st.Head.Normalize
+			var modes []string
+			for _, p := range st.Head.Pooling {
+				modes = append(modes, string(p))
+			}
+			m.info.Pooling = strings.Join(modes, "+")
 		}
-		m.embed = &st.Head
-		m.info.Normalized = st.Head.Normalize
-		var modes []string
-		for _, p := range st.Head.Pooling {
-			modes = append(modes, string(p))
-		}
-		m.info.Pooling = strings.Join(modes, "+")
 		// A prompt is usable when pooling includes its tokens (as
 		// sentence.Model.Prompt decides for sqc run).
 		m.info.Prompts = map[string]string{}

@@ -18,9 +18,10 @@ import (
 	"github.com/sqc-dev/sqc/runtime/serve"
 )
 
-// TestServeEngineSparse runs the engine's sparse encoder path end to end.
-// No masked LM can be read yet (the HF frontend does not build one), so
-// the model is the demo read as a token classifier, whose logits are
+// TestServeEngineSparse runs the engine's sparse encoder path end to end
+// on texts of the demo's vocabulary (the tiny masked LMs have none of
+// their own; run_sparse_test.go serves one): the model is the demo read
+// as a token classifier, whose logits are
 // [batch, seq, 2], with its graphs then relabelled a
 // DistilBertForMaskedLM of a 2-entry vocabulary: not a real masked LM,
 // but the same kind of output. newEngineModel serves it as a sparse

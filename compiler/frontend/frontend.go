@@ -45,6 +45,9 @@ func Load(path string) (*compiler.Graph, error) {
 		if err != nil {
 			return nil, err
 		}
+		if m.Sparse != nil {
+			return loadSparseEncoder(m)
+		}
 		return hf.LoadEncoder(m.TransformerDir)
 	}
 	if exists(filepath.Join(path, "config.json")) && hf.HasWeights(path) {
@@ -63,6 +66,21 @@ func Load(path string) (*compiler.Graph, error) {
 			compiler.ErrMalformed, strings.Join(variants, ", ")))
 	}
 	return nil, compiler.BadInput(path, "", errors.New("directory has neither config.json + model.safetensors (or pytorch_model.bin, or shards of either) nor model.onnx or onnx/model.onnx"))
+}
+
+// loadSparseEncoder reads a sentence-transformers SparseEncoder folder's
+// MLMTransformer: the whole masked language model, head included, whose
+// logits SpladePooling pools.
+func loadSparseEncoder(m *sentence.Model) (*compiler.Graph, error) {
+	g, err := hf.Load(m.TransformerDir)
+	if err != nil {
+		return nil, err
+	}
+	if !compiler.IsMaskedLM(g) {
+		return nil, compiler.BadInput(filepath.Join(m.Dir, sentence.ModulesFile), "module 0 (MLMTransformer)",
+			fmt.Errorf("%w: its config.json names %s, not a masked language model (*ForMaskedLM) for SpladePooling", compiler.ErrUnknownModel, g.Meta["architecture"]))
+	}
+	return g, nil
 }
 
 // loadONNX reads an .onnx file and, where its side files' config.json

@@ -46,6 +46,12 @@ type Model struct {
 	// the prompt's tokens are pooled. False is supported only without a
 	// prompt (Prompt reports it).
 	IncludePrompt bool
+	// Sparse is a SparseEncoder folder's SpladePooling (modules
+	// MLMTransformer and SpladePooling: a masked language model whose
+	// logits are pooled over the vocabulary), nil for a dense
+	// SentenceTransformer's. Head is then unused, and WordEmbeddingDim is
+	// SpladePooling's (the vocabulary size).
+	Sparse *modelrt.SparseHead
 }
 
 // IsFolder reports whether dir is a sentence-transformers folder (holds
@@ -81,6 +87,9 @@ func Load(dir string) (*Model, error) {
 		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: %v", compiler.ErrMalformed, err))
 	}
 	sort.SliceStable(mods, func(i, j int) bool { return mods[i].Idx < mods[j].Idx })
+	if len(mods) > 0 && mods[0].kind() == "MLMTransformer" {
+		return loadSparse(dir, path, mods)
+	}
 	if len(mods) < 2 || mods[0].kind() != "Transformer" {
 		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: want a Transformer module first and a Pooling module after it, got %s", compiler.ErrUnknownModel, kinds(mods)))
 	}
@@ -133,13 +142,62 @@ func Load(dir string) (*Model, error) {
 	if !pooled {
 		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: no Pooling module (%s)", compiler.ErrUnknownModel, kinds(mods)))
 	}
+	return m, m.readConfigs()
+}
+
+// readConfigs reads the Transformer's sentence_bert_config.json and the
+// folder's config_sentence_transformers.json.
+func (m *Model) readConfigs() error {
 	if err := m.readBertConfig(filepath.Join(m.TransformerDir, BertConfigFile)); err != nil {
+		return err
+	}
+	return m.readSTConfig(filepath.Join(m.Dir, STConfigFile))
+}
+
+// loadSparse reads a SparseEncoder folder (sentence-transformers 5's
+// sparse_encoder): an MLMTransformer (a *ForMaskedLM checkpoint) and a
+// SpladePooling, whose config.json gives pooling_strategy (max, sum) and
+// activation_function (relu, log1p_relu). Inference-free SPLADE (Router,
+// SparseStaticEmbedding) and sparse heads after the pooling (SparseAutoEncoder,
+// CSR) are refused by name.
+func loadSparse(dir, path string, mods []module) (*Model, error) {
+	if len(mods) != 2 || mods[1].kind() != "SpladePooling" {
+		return nil, compiler.BadInput(path, "", fmt.Errorf("%w: a sparse encoder of modules %s; sqc supports MLMTransformer then SpladePooling", compiler.ErrUnknownModel, kinds(mods)))
+	}
+	m := &Model{Dir: dir, IncludePrompt: true, Sparse: &modelrt.SparseHead{}}
+	var err error
+	if m.TransformerDir, err = modulePath(dir, path, mods[0]); err != nil {
 		return nil, err
 	}
-	if err := m.readSTConfig(filepath.Join(dir, STConfigFile)); err != nil {
+	mdir, err := modulePath(dir, path, mods[1])
+	if err != nil {
 		return nil, err
 	}
-	return m, nil
+	file := filepath.Join(mdir, moduleConfigFile)
+	var raw struct {
+		Strategy   *string `json:"pooling_strategy"`
+		Activation *string `json:"activation_function"`
+		Dim        *int    `json:"word_embedding_dimension"`
+	}
+	if _, err := readJSON(file, &raw); err != nil { // absent: SpladePooling's defaults
+		return nil, err
+	}
+	if raw.Strategy != nil {
+		m.Sparse.Pooling = *raw.Strategy
+	}
+	if raw.Activation != nil {
+		m.Sparse.Activation = *raw.Activation
+	}
+	if err := m.Sparse.Validate(); err != nil {
+		return nil, compiler.BadInput(file, "", fmt.Errorf("%w: %v", compiler.ErrUnknownModel, err))
+	}
+	if raw.Dim != nil {
+		if *raw.Dim <= 0 {
+			return nil, compiler.BadInput(file, "word_embedding_dimension", fmt.Errorf("%w: want a positive integer, got %d", compiler.ErrMalformed, *raw.Dim))
+		}
+		m.WordEmbeddingDim = *raw.Dim
+	}
+	return m, m.readConfigs()
 }
 
 func kinds(mods []module) string {
@@ -326,9 +384,17 @@ func (m *Model) Prompt(name string) (string, error) {
 	return p, nil
 }
 
-// Check verifies the head against the encoder's hidden size.
+// Check verifies the head against the encoder's hidden size (a sparse
+// encoder's SpladePooling against the width of its logits, the
+// vocabulary size).
 func (m *Model) Check(hidden int) error {
 	file := filepath.Join(m.Dir, ModulesFile)
+	if m.Sparse != nil {
+		if m.WordEmbeddingDim != 0 && m.WordEmbeddingDim != hidden {
+			return compiler.BadInput(file, "word_embedding_dimension", fmt.Errorf("%w: the SpladePooling module expects %d, the masked language model's vocabulary has %d", compiler.ErrShapeMismatch, m.WordEmbeddingDim, hidden))
+		}
+		return nil
+	}
 	if m.WordEmbeddingDim != 0 && m.WordEmbeddingDim != hidden {
 		return compiler.BadInput(file, "word_embedding_dimension", fmt.Errorf("%w: the Pooling module expects %d, the encoder's hidden size is %d", compiler.ErrShapeMismatch, m.WordEmbeddingDim, hidden))
 	}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/internal/testmodels"
+	"github.com/sqc-dev/sqc/passes"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
+	"github.com/sqc-dev/sqc/runtime/serve"
+)
+
+// TestRunSparseEncoder: `sqc run` on a masked language model prints each
+// input's sparse embedding (SPLADE's max pooling of log1p(relu(logits))
+// over its tokens), the same as that pooling of PyTorch's logits to
+// float32 rounding; the same checkpoint in a SparseEncoder folder whose
+// SpladePooling sums prints the summed pooling. Entries PyTorch's logits
+// put within tol of zero may be present in one and absent in the other.
+func TestRunSparseEncoder(t *testing.T) {
+	src := testmodels.TinyDir(t, testmodels.TinyBertMLM)
+	ref, err := testmodels.LoadModelReference(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	ids := filepath.Join(tmp, "ids.jsonl")
+	var lines []string
+	in := ref.Inputs
+	rows, seq := int(in["input_ids"].Shape[0]), int(in["input_ids"].Shape[1])
+	for r := range rows {
+		line, err := json.Marshal(map[string][]int64{
+			"input_ids":      in["input_ids"].I64[r*seq : (r+1)*seq],
+			"attention_mask": in["attention_mask"].I64[r*seq : (r+1)*seq],
+			"token_type_ids": in["token_type_ids"].I64[r*seq : (r+1)*seq],
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(line))
+	}
+	if err := os.WriteFile(ids, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	folder := spladeFolder(t, modelrt.SparseSum)
+	logits := ref.Outputs["logits"]
+	vocab := int(logits.Shape[2])
+	const tol = 1e-4
+	for _, c := range []struct {
+		model string
+		head  modelrt.SparseHead
+	}{
+		{src, modelrt.SparseHead{}},
+		{filepath.Join(src, "model.onnx"), modelrt.SparseHead{}},
+		{folder, modelrt.SparseHead{Pooling: modelrt.SparseSum}},
+	} {
+		code, out, errs := runCLI(t, "run", "--fp32", "--model", c.model, "--ids", ids)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.model, code, errs)
+		}
+		got := strings.Split(strings.TrimSpace(out), "\n")
+		if len(got) != rows {
+			t.Fatalf("%s: %d lines, want %d:\n%s", c.model, len(got), rows, out)
+		}
+		for r, line := range got {
+			var obj struct {
+				Sparse []modelrt.SparseValue `json:"sparse_embedding"`
+			}
+			if err := json.Unmarshal([]byte(line), &obj); err != nil || obj.Sparse == nil {
+				t.Fatalf("%s: line %d: %v: %s", c.model, r+1, err, line)
+			}
+			want := c.head.Pool(logits.F32[r*seq*vocab:(r+1)*seq*vocab], vocab, in["attention_mask"].I64[r*seq:(r+1)*seq])
+			dense := make([]float32, vocab)
+			last := -1
+			for _, v := range obj.Sparse {
+				if v.Index <= last || v.Index >= vocab || !(v.Value > 0) {
+					t.Fatalf("%s: line %d: entry %+v after index %d: want ascending indexes below %d and positive values", c.model, r+1, v, last, vocab)
+				}
+				dense[v.Index], last = v.Value, v.Index
+			}
+			nonzero := 0
+			for j := range dense {
+				if math.Abs(float64(dense[j]-want[j])) > tol*math.Max(1, float64(want[j])) {
+					t.Errorf("%s: line %d: entry %d is %g, PyTorch's pooled %g", c.model, r+1, j, dense[j], want[j])
+				}
+				if want[j] > tol {
+					nonzero++
+				}
+			}
+			if nonzero == 0 || nonzero == vocab {
+				t.Errorf("%s: line %d: %d of %d entries non-zero: want a sparse vector", c.model, r+1, nonzero, vocab)
+			}
+		}
+	}
+}
+
+// spladeFolder lays out a SparseEncoder folder (MLMTransformer,
+// SpladePooling of strategy pooling) around the tiny BERT masked language
+// model, with a vocab.txt of its 120 ids ([PAD] 0, [CLS] 2, [SEP] 3 as
+// its reference batch has them; the others w4 ... w119).
+func spladeFolder(t *testing.T, pooling string) string {
+	t.Helper()
+	src := testmodels.TinyDir(t, testmodels.TinyBertMLM)
+	folder := filepath.Join(t.TempDir(), "splade-"+pooling)
+	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]"}
+	for i := len(vocab); i < 120; i++ {
+		vocab = append(vocab, fmt.Sprintf("w%d", i))
+	}
+	files := map[string]string{
+		"modules.json": `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.sparse_encoder.models.MLMTransformer"},
+{"idx":1,"name":"1","path":"1_SpladePooling","type":"sentence_transformers.sparse_encoder.models.SpladePooling"}]`,
+		"1_SpladePooling/config.json": `{"pooling_strategy": "` + pooling + `", "activation_function": "relu"}`,
+		"vocab.txt":                   strings.Join(vocab, "\n") + "\n",
+	}
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		data, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = string(data)
+	}
+	for f, s := range files {
+		p := filepath.Join(folder, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return folder
+}
+
+// TestServeSparseEncoderFolder: `sqc serve` of a SparseEncoder folder
+// serves a sparse embedder pooling as its SpladePooling says (sum here,
+// not SPLADE's default max).
+func TestServeSparseEncoderFolder(t *testing.T) {
+	folder := spladeFolder(t, modelrt.SparseSum)
+	calib := filepath.Join(t.TempDir(), "calib.txt")
+	if err := os.WriteFile(calib, []byte("w5 w6 w7\nw8 w9\nw10 w11 w12 w13\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &int8Config{calibPath: calib, calibSamples: defaultCalibSamples, quant: passes.QuantOptions{Alpha: 0.5, Act: compiler.QLinearStatic}}
+	m, err := loadEngineModel(folder, "", cfg, 1, 4, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if info := m.Info(); info.Kind != serve.SparseEmbedder || m.sparse == nil || *m.sparse != (modelrt.SparseHead{Pooling: modelrt.SparseSum, Activation: modelrt.SparseReLU}) {
+		t.Errorf("served as %s with head %+v, want %s with the folder's sum pooling", info.Kind, m.sparse, serve.SparseEmbedder)
+	}
+}
