@@ -139,6 +139,12 @@ TINY = [
 ]
 
 
+def published():
+    # bert-base-uncased's shapes (naver/splade-cocondenser-ensembledistil's
+    # and opensearch's neural sparse encoders'), random weights, to time.
+    return [("bert-base-mlm-random", no_labels(make_models.bert_config("BertForMaskedLM", 30522, 768, 12, 12, 3072, "gelu", 512)), 14)]
+
+
 def build(name, c, opset, out_dir, seed, lengths, published=False):
     torch.manual_seed(seed)
     arch = c["architectures"][0]
@@ -151,7 +157,7 @@ def build(name, c, opset, out_dir, seed, lengths, published=False):
 
 
 def main():
-    tinyexport.main(__doc__, TINY, lambda: [], build, 9000, "(none)")
+    tinyexport.main(__doc__, TINY, published, build, 9000, "bert-base-uncased's shapes as a BertForMaskedLM")
 
 
 if __name__ == "__main__":
