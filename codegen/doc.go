@@ -12,7 +12,11 @@
 //	             the input limits, the runtime version handshake; with a
 //	             Head (emit_head.go), Embed pools as sentence-transformers
 //	             does (EmbedWithPrompt, Prompts, EmbeddingDim), and scored
-//	             classifiers get ScorePairs and Rerank or Scores
+//	             classifiers get ScorePairs and Rerank or Scores; token
+//	             classifiers get TagTokens and Entities, question answering
+//	             models Answer (emit_tokens.go), masked language models
+//	             EmbedSparse and SparseVectors, SPLADE's sparse embeddings
+//	             (emit_sparse.go)
 //	schedule.go  forward: the straight-line schedule
 //	weights.go   the weight handles, their offsets in weights.bin, and
 //	             weights.bin embedded, with its length and SHA-256

@@ -25,6 +25,10 @@ type Head struct {
 	// single-logit model (cross-encoder) gets Score and Rerank, one of
 	// several logits (multi-label) gets Scores.
 	Scoring modelrt.Activation
+	// Sparse, for a masked language model (a sparse encoder), is how
+	// EmbedSparse pools its logits: a sentence-transformers
+	// SparseEncoder's SpladePooling; nil is SPLADE's (max, relu).
+	Sparse *modelrt.SparseHead
 }
 
 // headVersion is the runtime version of packages that use a Head
@@ -38,6 +42,9 @@ type headLayout struct {
 
 // runtimeVersion is the modelrt support version the package needs.
 func (g *gen) runtimeVersion() int {
+	if g.sparseEncoder() != nil {
+		return max(RuntimeVersion, sparseEncoderVersion)
+	}
 	if start, _ := g.questionAnswerer(); start != nil {
 		return max(RuntimeVersion, questionAnswererVersion)
 	}
@@ -81,6 +88,14 @@ func (g *gen) checkHead() error {
 	if h.DefaultPrompt != "" {
 		if _, ok := h.Prompts[h.DefaultPrompt]; !ok {
 			return fmt.Errorf("codegen: default prompt %q is not among the prompts", h.DefaultPrompt)
+		}
+	}
+	if h.Sparse != nil {
+		if g.sparseEncoder() == nil {
+			return fmt.Errorf("codegen: a sparse head needs a masked language model (one [batch, sequence, vocabulary] output named logits, and a vocabulary)")
+		}
+		if err := h.Sparse.Validate(); err != nil {
+			return fmt.Errorf("codegen: %w", err)
 		}
 	}
 	if h.Scoring != "" && !g.classifier() {

@@ -24,9 +24,10 @@ func (g *gen) classifier() bool {
 
 // embedOutput is the output Embed pools, or nil when the package gets no
 // Embed: the first [batch, seq, H] output of an encoder without a
-// classifier head (last_hidden_state).
+// classifier head (last_hidden_state). A masked language model's logits
+// are not hidden states: its package gets EmbedSparse instead.
 func (g *gen) embedOutput() *output {
-	if start, _ := g.questionAnswerer(); g.tok == nil || g.labeled() || start != nil {
+	if start, _ := g.questionAnswerer(); g.tok == nil || g.labeled() || start != nil || g.sparseEncoder() != nil {
 		return nil
 	}
 	for i := range g.outs {
@@ -107,6 +108,10 @@ func (g *gen) modelFile() *jen.File {
 			jen.Id("TokenPrediction").Op("=").Qual(pkgModelrt, "TokenPrediction"),
 			jen.Id("Entity").Op("=").Qual(pkgModelrt, "Entity"),
 		)
+	}
+	if g.sparseEncoder() != nil {
+		f.Comment("SparseValue is one entry of EmbedSparse's answer for a text: a vocabulary index and its weight.")
+		f.Type().Id("SparseValue").Op("=").Qual(pkgModelrt, "SparseValue")
 	}
 	f.Line()
 
@@ -203,6 +208,9 @@ func (g *gen) modelFile() *jen.File {
 	}
 	if start, _ := g.questionAnswerer(); start != nil || g.tokenClassifier() {
 		g.batchOfEncodings(f)
+	}
+	if out := g.sparseEncoder(); out != nil {
+		g.embedSparse(f, out)
 	}
 	if g.scoring() != "" {
 		g.scoreMethods(f)

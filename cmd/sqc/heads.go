@@ -227,7 +227,10 @@ func (h *modelHead) maxTokens() int {
 // codegen is the head as the generated package applies it.
 func (h *modelHead) codegen() codegen.Head {
 	out := codegen.Head{Scoring: h.scoring.Activation}
-	if h.st != nil {
+	switch {
+	case h.st != nil && h.st.Sparse != nil:
+		out.Sparse = h.st.Sparse
+	case h.st != nil:
 		out.Embedding, out.Prompts, out.DefaultPrompt = &h.st.Head, h.st.Prompts, h.st.DefaultPrompt
 	}
 	return out

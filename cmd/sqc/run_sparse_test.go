@@ -156,3 +156,22 @@ func TestServeSparseEncoderFolder(t *testing.T) {
 		t.Errorf("served as %s with head %+v, want %s with the folder's sum pooling", info.Kind, m.sparse, serve.SparseEmbedder)
 	}
 }
+
+// TestCompileSparseEncoderFolder: `sqc compile` of a SparseEncoder folder
+// generates a package whose EmbedSparse pools as the folder's
+// SpladePooling says (sum), at runtime version 6.
+func TestCompileSparseEncoderFolder(t *testing.T) {
+	out := t.TempDir()
+	if code, _, errs := runCLI(t, "compile", "--model", spladeFolder(t, modelrt.SparseSum), "--out", out, "--package", "m", "--max-seq", "32", "--act", "dynamic", "--alpha", "0"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	model, err := os.ReadFile(filepath.Join(out, "model.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"func (m *Model) EmbedSparse(", `Pooling:    "sum"`, "modelrt.SupportVersion6"} {
+		if !strings.Contains(string(model), want) {
+			t.Errorf("model.go lacks %q", want)
+		}
+	}
+}

@@ -50,6 +50,12 @@ const SupportVersion4 = 4
 // answering models' packages are generated for version 5.
 const SupportVersion5 = 5
 
+// SupportVersion6 exists while this runtime can run packages generated
+// for runtime version 6: version 5 plus sparse encoders (SparseHead,
+// SparseValue, Sparsify). Only masked language models' packages are
+// generated for version 6.
+const SupportVersion6 = 6
+
 // CurrentVersion is the generated-code version this runtime was written
 // for; `sqc compile` emits packages of this version.
 const CurrentVersion = 2
