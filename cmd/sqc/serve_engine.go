@@ -175,6 +175,13 @@ func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, er
 		t := outs[m.out]
 		seq := modelrt.LongestOf(&b, idx)
 		for r, i := range idx {
+			if m.sparse != nil {
+				// Pooled where the logits lie: a sequence's rows of the
+				// vocabulary are ~120 KiB each, which SliceRow would copy.
+				n, v := len(b.InputIDs[i]), int(t.Shape[2])
+				out[i] = m.sparse.Pool(t.F32[r*seq*v:(r*seq+n)*v], v, b.AttentionMask[i])
+				continue
+			}
 			row := infer.SliceRow(t, r, seq, len(b.InputIDs[i]))
 			if m.end != "" {
 				// SliceRow cuts rows of [batch, seq, ...], not of [batch,
@@ -184,8 +191,6 @@ func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, er
 				continue
 			}
 			switch {
-			case m.sparse != nil:
-				out[i] = m.sparse.Pool(row.F32, int(row.Shape[1]), b.AttentionMask[i])
 			case m.embed != nil:
 				out[i] = m.embed.Embed(row.F32, int(row.Shape[1]), b.AttentionMask[i])
 			case m.info.Kind == serve.Embedder:
