@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqc-dev/sqc/compiler"
 	"github.com/sqc-dev/sqc/compiler/frontend"
+	"github.com/sqc-dev/sqc/compiler/hf"
 	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/compiler/sentence"
 	"github.com/sqc-dev/sqc/internal/dataio"
@@ -36,7 +37,7 @@ import (
 
 // usesHeadEval reports whether `sqc eval` goes to evalHead.
 func usesHeadEval(model, data string) bool {
-	return sentence.IsFolder(model) || dataio.IsPairFile(data)
+	return sentence.IsFolder(model) || dataio.IsPairFile(data) || hf.IsMaskedLMArchitecture(frontend.Architecture(model))
 }
 
 // headEvalResult is what evalHead reports; the JSON names are stable.

@@ -29,25 +29,9 @@ func TestRunSparseEncoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := t.TempDir()
-	ids := filepath.Join(tmp, "ids.jsonl")
-	var lines []string
+	ids := referenceIDs(t, ref)
 	in := ref.Inputs
 	rows, seq := int(in["input_ids"].Shape[0]), int(in["input_ids"].Shape[1])
-	for r := range rows {
-		line, err := json.Marshal(map[string][]int64{
-			"input_ids":      in["input_ids"].I64[r*seq : (r+1)*seq],
-			"attention_mask": in["attention_mask"].I64[r*seq : (r+1)*seq],
-			"token_type_ids": in["token_type_ids"].I64[r*seq : (r+1)*seq],
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(line))
-	}
-	if err := os.WriteFile(ids, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	folder := spladeFolder(t, modelrt.SparseSum)
 	logits := ref.Outputs["logits"]
 	vocab := int(logits.Shape[2])
@@ -173,5 +157,58 @@ func TestCompileSparseEncoderFolder(t *testing.T) {
 		if !strings.Contains(string(model), want) {
 			t.Errorf("model.go lacks %q", want)
 		}
+	}
+}
+
+// referenceIDs writes a tiny model reference's input batch as an --ids
+// file, one JSON object per row.
+func referenceIDs(t *testing.T, ref *testmodels.ModelReference) string {
+	t.Helper()
+	ids := filepath.Join(t.TempDir(), "ids.jsonl")
+	var lines []string
+	in := ref.Inputs
+	rows, seq := int(in["input_ids"].Shape[0]), int(in["input_ids"].Shape[1])
+	for r := range rows {
+		line, err := json.Marshal(map[string][]int64{
+			"input_ids":      in["input_ids"].I64[r*seq : (r+1)*seq],
+			"attention_mask": in["attention_mask"].I64[r*seq : (r+1)*seq],
+			"token_type_ids": in["token_type_ids"].I64[r*seq : (r+1)*seq],
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(line))
+	}
+	if err := os.WriteFile(ids, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestEvalSparseEncoder: `sqc eval` of a masked language model on inputs
+// without labels compares its INT8 and FP32 sparse embeddings (cosine),
+// as it does a sentence-transformers model's embeddings.
+func TestEvalSparseEncoder(t *testing.T) {
+	src := testmodels.TinyDir(t, testmodels.TinyBertMLM)
+	ref, err := testmodels.LoadModelReference(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := referenceIDs(t, ref)
+	code, out, errs := runCLI(t, "eval", "--model", src, "--data", ids, "--calib", ids, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Kind    string  `json:"kind"`
+		Inputs  int     `json:"inputs"`
+		CosMean float64 `json:"embedding_cosine_mean"`
+		CosMin  float64 `json:"embedding_cosine_min"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != "embedding" || res.Inputs != int(ref.Inputs["input_ids"].Shape[0]) || !(res.CosMin > 0.9) || res.CosMean < res.CosMin || res.CosMean > 1 {
+		t.Errorf("eval: %+v, want the embedding kind over every input with INT8 vs FP32 cosines in (0.9, 1]", res)
 	}
 }
