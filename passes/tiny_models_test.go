@@ -124,8 +124,8 @@ func TestTanhGeluFormsOnTinyModels(t *testing.T) {
 					}
 				}
 				want := cfg.NumLayers
-				if cfg.IsMaskedLM() && slices.Contains(tanhGeluActs, cfg.MaskedLMActivation()) {
-					want++ // the masked language model head's
+				if slices.Contains(tanhGeluActs, cfg.TokenHeadActivation()) {
+					want++ // the per-token head's dense
 				}
 				if fused != want || left != 0 {
 					t.Errorf("%s: %d tanh sqc.Gelu and %d tanh GELUs left unfused, want one per layer and head (%d) and none", frontend, fused, left, want)

@@ -87,6 +87,10 @@ const (
 	ArchDebertaV2ForQA  = "DebertaV2ForQuestionAnswering"
 	ArchDebertaForQA    = "DebertaForQuestionAnswering"
 	ArchAlbertForQA     = "AlbertForQuestionAnswering"
+	// ModernBertForQuestionAnswering runs its prediction head (dense,
+	// classifier_activation, norm) first, and calls its Linear
+	// "classifier".
+	ArchModernBertForQA = "ModernBertForQuestionAnswering"
 
 	// Masked language models (the pretraining head: dense, activation,
 	// LayerNorm, then a decoder to the vocabulary tied to the word
@@ -119,7 +123,7 @@ var architecturesByType = map[string][]string{
 	ModelCamemBERT:  {ArchCamembertModel, ArchCamembertForSequence, ArchCamembertForToken, ArchCamembertForQA, ArchCamembertForMaskedLM},
 	ModelELECTRA:    {ArchElectraModel, ArchElectraForSequence, ArchElectraForToken, ArchElectraForQA},
 	ModelMPNet:      {ArchMPNetModel, ArchMPNetForSequence, ArchMPNetForToken, ArchMPNetForQA, ArchMPNetForMaskedLM},
-	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence, ArchModernBertForToken, ArchModernBertForMaskedLM},
+	ModelModernBERT: {ArchModernBertModel, ArchModernBertForSequence, ArchModernBertForToken, ArchModernBertForQA, ArchModernBertForMaskedLM},
 	ModelGTE:        {ArchGTEModel, ArchGTEForSequence},
 	ModelNomicBERT:  {ArchNomicBertModel, ArchNomicBertForSequence},
 	ModelDeBERTaV2:  {ArchDebertaV2Model, ArchDebertaV2ForSequence, ArchDebertaV2ForToken, ArchDebertaV2ForQA},
@@ -130,7 +134,7 @@ var architecturesByType = map[string][]string{
 // questionAnswerers are the extractive question answering architectures
 // (outputs "start_logits" and "end_logits", [batch, sequence]).
 var questionAnswerers = []string{ArchBertForQA, ArchDistilBertForQA, ArchRobertaForQA, ArchXLMRobertaForQA, ArchCamembertForQA,
-	ArchElectraForQA, ArchMPNetForQA, ArchDebertaV2ForQA, ArchDebertaForQA, ArchAlbertForQA}
+	ArchElectraForQA, ArchMPNetForQA, ArchDebertaV2ForQA, ArchDebertaForQA, ArchAlbertForQA, ArchModernBertForQA}
 
 // maskedLMs are the masked language models (output "logits" of [batch,
 // sequence, vocabulary]).
@@ -357,11 +361,11 @@ func IsMaskedLMArchitecture(arch string) bool { return slices.Contains(maskedLMs
 // model's head (output "logits", one row of vocabulary logits per token).
 func (c *Config) IsMaskedLM() bool { return slices.Contains(maskedLMs, c.Architecture) }
 
-// MaskedLMActivation is the activation of a masked language model's head
+// maskedLMActivation is the activation of a masked language model's head
 // (buildMaskedLMHead): BERT's and DistilBERT's is the layers' (hidden_act,
 // activation), ModernBERT's classifier_activation, RoBERTa's and MPNet's
 // LMHead always the erf GELU.
-func (c *Config) MaskedLMActivation() string {
+func (c *Config) maskedLMActivation() string {
 	switch c.ModelType {
 	case ModelBERT, ModelDistilBERT:
 		return c.HiddenAct
@@ -369,6 +373,20 @@ func (c *Config) MaskedLMActivation() string {
 		return c.ModernBERT.ClassifierActivation
 	}
 	return ActGELU
+}
+
+// TokenHeadActivation is the activation of the dense layer a per-token
+// head runs before its output Linear (a masked language model's,
+// ModernBERT's prediction head of its token classifier and QA model), or
+// "" for a head without one.
+func (c *Config) TokenHeadActivation() string {
+	switch {
+	case c.IsMaskedLM():
+		return c.maskedLMActivation()
+	case c.ModelType == ModelModernBERT && c.perTokenHead():
+		return c.ModernBERT.ClassifierActivation
+	}
+	return ""
 }
 
 // perTokenHead reports whether the architecture's head runs on every

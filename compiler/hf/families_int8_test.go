@@ -146,11 +146,8 @@ func TestTinyFamiliesINT8(t *testing.T) {
 				// Every layer's FFN activation runs in its GEMM epilogue
 				// (ALBERT: every layer of every pass).
 				layers := cfg.NumLayers * max(cfg.InnerGroupNum, 1)
-				if cfg.IsTokenClassifier() && cfg.ModelType == ModelModernBERT && cfg.ModernBERT.ClassifierActivation == cfg.FFNActivation() {
-					layers++ // the per-token prediction head's dense fuses the same activation
-				}
-				if cfg.IsMaskedLM() && ffnEpilogue[cfg.MaskedLMActivation()] == ffnEpilogue[cfg.FFNActivation()] {
-					layers++ // so does the masked language model head's
+				if a := cfg.TokenHeadActivation(); a != "" && ffnEpilogue[a] == ffnEpilogue[cfg.FFNActivation()] {
+					layers++ // the per-token head's dense fuses the same activation
 				}
 				if want := "act=" + ffnEpilogue[cfg.FFNActivation()]; strings.Count(listing, want) != layers {
 					t.Errorf("%s: %d GEMMs with %s, want one per layer (%d):\n%s", frontend, strings.Count(listing, want), want, layers, listing)

@@ -60,9 +60,7 @@ func buildModernBERT(b *builder, prefix string) {
 	} else {
 		pooled = b.firstToken(x, "pooling")
 	}
-	dense := b.modernBertLinear(pooled, "head.dense", h, h, m.ClassifierBias)
-	head := b.modernBertNorm(b.activationNamed(dense, "head.act", m.ClassifierActivation), "head.norm")
-	b.Rename(b.modernBertLinear(head, "classifier", h, len(c.Labels), true), outLogits)
+	b.Rename(b.modernBertLinear(b.modernBertHead(pooled), "classifier", h, len(c.Labels), true), outLogits)
 }
 
 // modernBertNorm is nn.LayerNorm(hidden, eps=norm_eps, bias=norm_bias).

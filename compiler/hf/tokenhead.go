@@ -25,20 +25,30 @@ func buildTokenHead(b *builder) {
 		return
 	}
 	if c.IsQuestionAnswering() {
-		logits := b.linear(x, "qa_outputs", h, 2)
+		var logits string
+		if c.ModelType == ModelModernBERT {
+			logits = b.modernBertLinear(b.modernBertHead(x), "classifier", h, 2, true)
+		} else {
+			logits = b.linear(x, "qa_outputs", h, 2)
+		}
 		last := b.Ints("const.i64.[-1]", -1)
 		b.Rename(b.Op("Squeeze", "qa_outputs/start", b.columns(logits, "qa_outputs/start_column", 0, 1), last), outStartLogits)
 		b.Rename(b.Op("Squeeze", "qa_outputs/end", b.columns(logits, "qa_outputs/end_column", 1, 2), last), outEndLogits)
 		return
 	}
 	if c.ModelType == ModelModernBERT {
-		m := c.ModernBERT
-		dense := b.modernBertLinear(x, "head.dense", h, h, m.ClassifierBias)
-		x = b.modernBertNorm(b.activationNamed(dense, "head.act", m.ClassifierActivation), "head.norm")
-		b.Rename(b.modernBertLinear(x, "classifier", h, labels, true), outLogits)
+		b.Rename(b.modernBertLinear(b.modernBertHead(x), "classifier", h, labels, true), outLogits)
 		return
 	}
 	b.Rename(b.linear(x, "classifier", h, labels), outLogits)
+}
+
+// modernBertHead is ModernBertPredictionHead on x: head.dense (with a
+// bias where classifier_bias says), classifier_activation, head.norm.
+func (b *builder) modernBertHead(x string) string {
+	m, h := b.cfg.ModernBERT, b.cfg.HiddenSize
+	dense := b.modernBertLinear(x, "head.dense", h, h, m.ClassifierBias)
+	return b.modernBertNorm(b.activationNamed(dense, "head.act", m.ClassifierActivation), "head.norm")
 }
 
 // buildMaskedLMHead appends a masked language model's head to x, the
@@ -65,7 +75,7 @@ func buildMaskedLMHead(b *builder, x string) {
 	h, v := c.HiddenSize, c.VocabSize
 	prefix := c.ParamPrefix()
 	words := prefix + "embeddings.word_embeddings.weight"
-	act := c.MaskedLMActivation()
+	act := c.maskedLMActivation()
 	var dense, norm, decoder, bias string
 	switch {
 	case c.ModelType == ModelModernBERT:
@@ -73,9 +83,7 @@ func buildMaskedLMHead(b *builder, x string) {
 		if !b.hasMaskedLMHead("head.dense.weight") {
 			return
 		}
-		y := b.modernBertLinear(x, "head.dense", h, h, m.ClassifierBias)
-		y = b.modernBertNorm(b.activationNamed(y, "head.act", act), "head.norm")
-		logits := b.Op("MatMul", "decoder/MatMul", y, b.weightT(b.tiedWeight("decoder.weight", prefix+"embeddings.tok_embeddings.weight", v, h), int64(v), int64(h)))
+		logits := b.Op("MatMul", "decoder/MatMul", b.modernBertHead(x), b.weightT(b.tiedWeight("decoder.weight", prefix+"embeddings.tok_embeddings.weight", v, h), int64(v), int64(h)))
 		if m.DecoderBias {
 			logits = b.Op("Add", "decoder/Add", logits, b.weight("decoder.bias", int64(v)))
 		}

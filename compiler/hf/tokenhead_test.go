@@ -92,7 +92,7 @@ func TestTokenHeadsOfEveryFamily(t *testing.T) {
 		}
 	}
 	for _, arch := range slices.Concat(tokenClassifiers, questionAnswerers) {
-		if !covered[arch] && arch != ArchModernBertForToken {
+		if !covered[arch] && arch != ArchModernBertForToken && arch != ArchModernBertForQA { // tiny models of their own
 			t.Errorf("%s: no tiny model of its family to build it from", arch)
 		}
 	}

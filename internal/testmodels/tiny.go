@@ -183,10 +183,13 @@ const (
 	TinyBertQA = "bert-qa-gelu"
 	// DistilBertForQuestionAnswering, gelu, opset 17.
 	TinyDistilBertQA = "distilbert-qa-gelu"
+	// ModernBertForQuestionAnswering: the prediction head, then
+	// `classifier`; gelu_pytorch_tanh, opset 17.
+	TinyModernBertQA = "modernbert-qa-gelutanh"
 )
 
 // TinyQAModels lists the tiny question answering models.
-var TinyQAModels = []string{TinyBertQA, TinyDistilBertQA}
+var TinyQAModels = []string{TinyBertQA, TinyDistilBertQA, TinyModernBertQA}
 
 // Tiny masked language models (gen/make_mlm.py), the form sparse
 // encoders (SPLADE) are published in: the encoder without its pooler and
@@ -210,14 +213,14 @@ const (
 var TinyMaskedLMModels = []string{TinyBertMLM, TinyXLMRMLM, TinyDistilBertMLM, TinyModernBertMLM}
 
 // TinyModernBertModels lists the tiny ModernBERT models.
-var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase, TinyModernBertTok, TinyModernBertMLM}
+var TinyModernBertModels = []string{TinyModernBertCls, TinyModernBertBase, TinyModernBertTok, TinyModernBertQA, TinyModernBertMLM}
 
 // TinyModels lists the committed tiny models.
 var TinyModels = []string{TinyBertCls, TinyBertBase, TinyDistilBertCls, TinyRobertaCls, TinyRobertaBase, TinyXLMRCls, TinyXLMRBase,
 	TinyElectraCls, TinyElectraBase, TinyCamembertCls, TinyMPNetBase, TinyMPNetCls, TinyModernBertCls, TinyModernBertBase,
 	TinyJinaBertBase, TinyJinaBertCls, TinyJinaBertCode, TinyGTEBase, TinyGTETypes, TinyGTECls, TinyNomicBase, TinyNomicCls, TinyNomicGelu,
 	TinyAlbertCls, TinyAlbertBase, TinyBertTok, TinyXLMRTok, TinyDistilBertTok, TinyModernBertTok,
-	TinyBertQA, TinyDistilBertQA, TinyBertMLM, TinyXLMRMLM, TinyDistilBertMLM, TinyModernBertMLM}
+	TinyBertQA, TinyDistilBertQA, TinyModernBertQA, TinyBertMLM, TinyXLMRMLM, TinyDistilBertMLM, TinyModernBertMLM}
 
 // PublishedModelsEnv names the directory holding the published-shape
 // random models (roberta-base-random, xlm-roberta-base-random) that

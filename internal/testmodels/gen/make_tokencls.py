@@ -108,6 +108,21 @@ class DistilBertForQuestionAnswering(nn.Module):
         return split_start_end(self.qa_outputs(self.dropout(self.distilbert(input_ids, attention_mask))))
 
 
+class ModernBertForQuestionAnswering(nn.Module):
+    """The prediction head (dense, classifier_activation, norm), then
+    `classifier`, an nn.Linear(hidden_size, 2), split as the others'."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.model = make_modernbert.Model(c)
+        self.head = make_modernbert.Head(c)
+        self.drop = nn.Dropout(0.0)
+        self.classifier = nn.Linear(c["hidden_size"], 2)
+
+    def forward(self, input_ids, attention_mask):
+        return split_start_end(self.classifier(self.drop(self.head(self.model(input_ids, attention_mask)))))
+
+
 def split_start_end(logits):
     start_logits, end_logits = logits.split(1, dim=-1)
     return start_logits.squeeze(-1).contiguous(), end_logits.squeeze(-1).contiguous()
@@ -120,6 +135,7 @@ CLASSES = {
     "ModernBertForTokenClassification": ModernBertForTokenClassification,
     "BertForQuestionAnswering": BertForQuestionAnswering,
     "DistilBertForQuestionAnswering": DistilBertForQuestionAnswering,
+    "ModernBertForQuestionAnswering": ModernBertForQuestionAnswering,
 }
 
 # name, config, opset: BERT with token types (opset 14), XLM-R without
@@ -135,6 +151,9 @@ TINY = [
     # question answering: start_logits and end_logits, [batch, sequence]
     ("bert-qa-gelu", make_models.bert_config("BertForQuestionAnswering", 120, 48, 2, 4, 96, "gelu", 64), 14),
     ("distilbert-qa-gelu", make_models.distilbert_config("DistilBertForQuestionAnswering", 120, 32, 2, 2, 64, "gelu", 64), 17),
+    # ModernBERT's head (no biases but the classifier's, gelu_pytorch_tanh
+    # in the layers and the head), opset 17.
+    ("modernbert-qa-gelutanh", make_modernbert.modernbert_config("ModernBertForQuestionAnswering", 140, 32, 4, 2, 48, "gelu_pytorch_tanh", "cls", 8), 17),
 ]
 
 
