@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,6 +140,40 @@ func TestServeSparseEncoderFolder(t *testing.T) {
 	defer m.Close()
 	if info := m.Info(); info.Kind != serve.SparseEmbedder || m.sparse == nil || *m.sparse != (modelrt.SparseHead{Pooling: modelrt.SparseSum, Activation: modelrt.SparseReLU}) {
 		t.Errorf("served as %s with head %+v, want %s with the folder's sum pooling", info.Kind, m.sparse, serve.SparseEmbedder)
+	}
+
+	// Engine calls capped by their logits' bytes give every text the bits
+	// of one call of them all.
+	var b modelrt.Batch
+	for _, text := range []string{"w5 w6 w7 w8 w9 w10", "w11", "w12 w13 w14", "w15 w16 w17 w18 w19 w20 w21 w22 w23", "w24 w25"} {
+		e := m.Tokenizer().Encode(text)
+		b.InputIDs, b.AttentionMask, b.TokenTypeIDs = append(b.InputIDs, e.InputIDs), append(b.AttentionMask, e.AttentionMask), append(b.TokenTypeIDs, e.TokenTypeIDs)
+	}
+	whole, err := m.Run(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.order = modelrt.ChunkOrder(m.order, &b, m.info.MaxBatch)
+	if end := m.chunkEnd(&b, 0); end != m.info.MaxBatch {
+		t.Errorf("the first engine call ends at %d under the default cap, want MaxBatch %d", end, m.info.MaxBatch)
+	}
+	// The shortest texts have 3, 4 and 5 tokens, padded to 5 in a call.
+	for tokens, want := range map[int]int{15: 3, 14: 2, 8: 2, 7: 1} {
+		m.sparseChunkBytes = tokens * 120 * 4 // of the 120 logits
+		if end := m.chunkEnd(&b, 0); end != want {
+			t.Errorf("the first engine call of texts of %d, %d, %d tokens ends at %d under a cap of %d tokens, want %d",
+				len(b.InputIDs[m.order[0]]), len(b.InputIDs[m.order[1]]), len(b.InputIDs[m.order[2]]), end, tokens, want)
+		}
+	}
+	m.sparseChunkBytes = 1 // one text a call
+	alone, err := m.Run(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range whole {
+		if !slices.Equal(whole[i], alone[i]) {
+			t.Errorf("text %d: pooled differently in calls of one text", i)
+		}
 	}
 }
 

@@ -33,7 +33,19 @@ type engineModel struct {
 	// sparse pools a sparse encoder's (a masked LM's) logits of every
 	// token into its vector; nil for any other model.
 	sparse *modelrt.SparseHead
+	// sparseChunkBytes caps the logits of one engine call of a sparse
+	// encoder (sparseChunkBytes, below; a field so tests can lower it).
+	sparseChunkBytes int
 }
+
+// sparseChunkBytes bounds the [sequences, longest, vocabulary] float32
+// logits one engine call of a sparse encoder computes: they fill the
+// activation arena and are copied out, twice their size at the peak, so
+// 16 texts of 512 tokens of a 30522-entry vocabulary would take 2 GiB.
+// 128 MiB is ~1,100 tokens of bert-base-uncased's vocabulary (two
+// 512-token texts, eight of 128): GEMMs of M >= 1,000 rows run at full
+// speed, and the arena stays at that size.
+const sparseChunkBytes = 128 << 20
 
 // newEngineModel compiles the INT8 graph q (built from the canonical
 // graph g, which keeps the labels and tables) and probes it once to learn
@@ -84,7 +96,7 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 		// SPLADE's (max, relu: the zero value), TEI's only one, unless a
 		// SparseEncoder folder's SpladePooling says otherwise (below).
 		m.info.Kind, m.info.Labels, m.info.Pooling = serve.SparseEmbedder, nil, "splade"
-		m.sparse = &modelrt.SparseHead{}
+		m.sparse, m.sparseChunkBytes = &modelrt.SparseHead{}, sparseChunkBytes
 	case len(shape) == 2 && shape[1] == 1:
 		m.info.Kind = serve.CrossEncoder
 	case len(shape) == 2 && int(shape[1]) == len(m.info.Labels):
@@ -131,6 +143,21 @@ func newEngineModel(g, q *compiler.Graph, tok *tokenizer.Tokenizer, head *modelH
 	return m, nil
 }
 
+// chunkEnd is where the engine call of m.order[lo:] ends: MaxBatch
+// sequences on, or fewer for a sparse encoder whose logits would pass
+// sparseChunkBytes (at least one sequence).
+func (m *engineModel) chunkEnd(b *modelrt.Batch, lo int) int {
+	hi := min(len(m.order), lo+m.info.MaxBatch)
+	if m.sparse == nil {
+		return hi
+	}
+	vocab := int(m.q.Outputs[0].Shape[2].Size)
+	for hi > lo+1 && (hi-lo)*modelrt.LongestOf(b, m.order[lo:hi])*vocab*4 > m.sparseChunkBytes {
+		hi--
+	}
+	return hi
+}
+
 // feedsOf is infer.MakeBatch for inputs the server built (they cannot be
 // bad: the batcher checked their lengths), as one chunk.
 func feedsOf(q *compiler.Graph, encs []infer.Encoded) map[string]*compiler.Tensor {
@@ -153,11 +180,12 @@ func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, er
 	n := b.Len()
 	out := make([][]float32, n)
 	m.order = modelrt.ChunkOrder(m.order, &b, m.info.MaxBatch)
-	for lo := 0; lo < n; lo += m.info.MaxBatch {
+	for lo, hi := 0, 0; lo < n; lo = hi {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		idx := m.order[lo:min(n, lo+m.info.MaxBatch)]
+		hi = m.chunkEnd(&b, lo)
+		idx := m.order[lo:hi]
 		encs := make([]infer.Encoded, len(idx))
 		for r, i := range idx {
 			e := infer.Encoded{IDs: b.InputIDs[i], Mask: b.AttentionMask[i]}
