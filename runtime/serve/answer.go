@@ -81,14 +81,12 @@ func (s *Server) answer(ctx context.Context, body []byte, t *timings) (any, *api
 			starts[w], ends[w] = row[:n], row[n:]
 		}
 		answers := modelrt.PipelineAnswers(in.Context, modelrt.Answers(windows[i], starts, ends, opts))
-		// One object for top_k 1 (the pipeline's shape for one answer), a
-		// list otherwise, however many answers there are.
-		switch {
-		case opts.TopK > 1:
-			out[i] = answers
-		case len(answers) == 1:
+		// One answer is an object, any other number a list (none: the
+		// empty list), whatever top_k asked for: the pipeline's
+		// postprocess returns answers[0] when len(answers) == 1.
+		if len(answers) == 1 {
 			out[i] = answers[0]
-		default: // no answer at all: the pipeline's empty list
+		} else {
 			out[i] = answers
 		}
 	}

@@ -109,6 +109,14 @@ func TestAnswerByHand(t *testing.T) {
 	postAnswer(t, s, `{"inputs":{"question":"what is it?","context":"`+zoeLoves+`"},"top_k":2}`, &top)
 	checkAnswers(t, "top-level top_k 2", top, loves[:2])
 
+	// A context of one token has two spans, it and [CLS] (whose
+	// probabilities the pipeline zeroes after taking the null score, so
+	// it is an empty answer of score 0): top_k 3 gives both.
+	postAnswer(t, s, qaBody("what is it?", "Zoë", `{"top_k":3}`), &top)
+	if len(top) != 2 || top[0].Answer != "Zoë" || top[0].Start != 0 || top[0].End != 3 || !(top[0].Score > 0) || top[1] != (answerJSON{}) {
+		t.Errorf("top_k 3 of a one-token context: %+v, want Zoë at 0-3, then the empty answer of score 0", top)
+	}
+
 	// A list of inputs: a list of answers (lists with top_k 2).
 	zs2, ze2 := e1+e4+3, e1+e25+3 // zoeLovesIt: [CLS] [UNK] love ##s it .
 	lovesIt := answerJSON{e4 * e25 / ((zs2 + 1) * (ze2 + 1)), 4, 9, "loves"}
