@@ -92,35 +92,14 @@ func TestRunSparseEncoder(t *testing.T) {
 // its reference batch has them; the others w4 ... w119).
 func spladeFolder(t *testing.T, pooling string) string {
 	t.Helper()
-	src := testmodels.TinyDir(t, testmodels.TinyBertMLM)
-	folder := filepath.Join(t.TempDir(), "splade-"+pooling)
 	vocab := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]"}
 	for i := len(vocab); i < 120; i++ {
 		vocab = append(vocab, fmt.Sprintf("w%d", i))
 	}
-	files := map[string]string{
-		"modules.json": `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.sparse_encoder.models.MLMTransformer"},
-{"idx":1,"name":"1","path":"1_SpladePooling","type":"sentence_transformers.sparse_encoder.models.SpladePooling"}]`,
+	return testmodels.SparseEncoderFolder(t, testmodels.TinyBertMLM, map[string]string{
 		"1_SpladePooling/config.json": `{"pooling_strategy": "` + pooling + `", "activation_function": "relu"}`,
 		"vocab.txt":                   strings.Join(vocab, "\n") + "\n",
-	}
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		data, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[f] = string(data)
-	}
-	for f, s := range files {
-		p := filepath.Join(folder, filepath.FromSlash(f))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return folder
+	})
 }
 
 // TestServeSparseEncoderFolder: `sqc serve` of a SparseEncoder folder

@@ -2,8 +2,6 @@ package sentence_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,44 +12,20 @@ import (
 	"github.com/sqc-dev/sqc/runtime/modelrt"
 )
 
-// sparseModules is a SparseEncoder folder's modules.json as
-// sentence-transformers 5 writes it.
-const sparseModules = `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.sparse_encoder.models.MLMTransformer"},
-{"idx":1,"name":"1","path":"1_SpladePooling","type":"sentence_transformers.sparse_encoder.models.SpladePooling"}]`
-
-// sparseFolder lays out a SparseEncoder folder around the tiny masked
-// language model (or the model called name), with files (relative path
-// -> contents) added or replaced.
+// sparseFolder lays out a SparseEncoder folder around the tiny model
+// name, with its Transformer's and the folder's configs, and files added
+// or replaced.
 func sparseFolder(t *testing.T, name string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	src := testmodels.TinyDir(t, name)
 	all := map[string]string{
-		ModulesFile:                   sparseModules,
 		"1_SpladePooling/config.json": `{"pooling_strategy": "max", "activation_function": "relu", "word_embedding_dimension": 120}`,
 		BertConfigFile:                `{"max_seq_length": 24, "do_lower_case": false}`,
 		STConfigFile:                  `{"model_type": "SparseEncoder", "prompts": {"query": "", "document": ""}, "similarity_fn_name": "dot"}`,
 	}
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		data, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		all[f] = string(data)
-	}
 	for f, s := range files {
 		all[f] = s
 	}
-	for f, s := range all {
-		p := filepath.Join(dir, filepath.FromSlash(f))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return testmodels.SparseEncoderFolder(t, name, all)
 }
 
 // TestLoadSparseFolder: a SparseEncoder folder reads as its
@@ -97,7 +71,7 @@ func TestLoadSparseFolder(t *testing.T) {
 		{"activation", map[string]string{"1_SpladePooling/config.json": `{"activation_function": "gelu"}`}, compiler.ErrUnknownModel, []string{"1_SpladePooling", "gelu"}},
 		{"dimension", map[string]string{"1_SpladePooling/config.json": `{"word_embedding_dimension": 0}`}, compiler.ErrMalformed, []string{"word_embedding_dimension"}},
 		{"not json", map[string]string{"1_SpladePooling/config.json": `{`}, compiler.ErrMalformed, []string{"1_SpladePooling"}},
-		{"third module", map[string]string{ModulesFile: strings.TrimSuffix(sparseModules, "]") + `,{"idx":2,"name":"2","path":"2_CSRSparsity","type":"sentence_transformers.sparse_encoder.models.SparseAutoEncoder"}]`},
+		{"third module", map[string]string{ModulesFile: strings.TrimSuffix(testmodels.SparseEncoderModules, "]") + `,{"idx":2,"name":"2","path":"2_CSRSparsity","type":"sentence_transformers.sparse_encoder.models.SparseAutoEncoder"}]`},
 			compiler.ErrUnknownModel, []string{ModulesFile, "MLMTransformer, SpladePooling, SparseAutoEncoder"}},
 		{"no pooling", map[string]string{ModulesFile: `[{"idx":0,"name":"0","path":"","type":"sentence_transformers.sparse_encoder.models.MLMTransformer"}]`}, compiler.ErrUnknownModel, []string{"SpladePooling"}},
 	} {
