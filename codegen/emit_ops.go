@@ -202,6 +202,8 @@ func (pl *plan) shapeCode(name string, shape compiler.Shape) (*jen.Statement, er
 			dims[i] = jen.Int64().Call(jen.Id("batch"))
 		case d.Param != "" && d.Param == pl.seq:
 			dims[i] = jen.Int64().Call(jen.Id("seq"))
+		case d.Param == "rows" && i == 0: // a packed batch's tokens (tensorCode)
+			dims[i] = jen.Int64().Call(jen.Id("rows"))
 		case d.Known():
 			dims[i] = jen.Lit(d.Size)
 		default:
@@ -231,6 +233,19 @@ func (pl *plan) tensorCode(id exec.SlotID) (*jen.Statement, error) {
 	case homeArena, homeInput:
 		if shape, err = pl.shapeCode(sp.name, sp.shape); err != nil {
 			return nil, err
+		}
+		if pl.prog.TokenWise(id) && len(sp.shape) >= 2 {
+			// A packed batch holds it as [rows, ...] (compiler/exec
+			// packed.go; the generic steps that read it act on trailing
+			// axes only, which name the same dimensions in either layout).
+			packed, err := pl.shapeCode(sp.name, append(compiler.Shape{{Param: "rows"}}, sp.shape[2:]...))
+			if err != nil {
+				return nil, err
+			}
+			shape = jen.Func().Params().Index().Int64().Block(
+				jen.If(jen.Id("offsets").Op("!=").Nil()).Block(jen.Return(packed)),
+				jen.Return(shape),
+			).Call()
 		}
 		data = pl.slotCode(id)
 	default:

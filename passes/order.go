@@ -55,7 +55,7 @@ var passOrder = []orderRule{
 		"FuseEmbeddings recognises the embedding sum by the LayerNormalization it feeds, which decomposed exports (opset < 17) have only after FuseLayerNorm"},
 	{"FuseEmbeddings", []string{"EliminateDeadNodes"}, sweeps,
 		"FuseEmbeddings leaves the position-id plumbing (Shape, Slice, Gather of the position buffer) unused but in the graph"},
-	{"FoldConstants", []string{"UnpackQKVHeads", "FuseRotary", "SplitSlidingWindowMask", "SplitLinearColumns"}, needs,
+	{"FoldConstants", []string{"UnpackQKVHeads", "FuseRotary", "SplitSlidingWindowMask", "SplitLinearColumns", "NegateTrailingAxes"}, needs,
 		"they read reshape targets, slice bounds, Unsqueeze axes, window fills and weights as constants (index.ints, index.scalar, initializers), which an exporter's Constant nodes are only once folded"},
 	{"UnpackQKVHeads", []string{"FuseRotary", "FuseAttention"}, needs,
 		"FuseRotary and FuseAttention read Q, K and V through the standard head split Transpose<0,2,1,3>(Reshape(x)), which a fused QKV projection split per head (ModernBERT) has only once unpacked"},

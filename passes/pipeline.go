@@ -94,6 +94,10 @@ func Pipeline() []Pass {
 		// tables (and the tables FuseRotary gives each sqc.Rotary) become
 		// one.
 		DeduplicateNodes,
+		// Trailing axes counted from the end, so a question answerer's
+		// squeezed columns run padding-free (any time after the fold that
+		// makes the axes initializers).
+		NegateTrailingAxes,
 		// Fusion strands the dynamic-shape chains (Shape -> Gather ->
 		// Unsqueeze -> Concat) that fed the unfused reshapes; fold what is now
 		// foldable and sweep the rest. The sweep is a rule (FuseEmbeddings

@@ -203,6 +203,18 @@ func planPacking(s *Schedule) packPlan {
 					return no("%s: a per-token value gathered other than at constant positions of each sequence", label())
 				}
 			}
+		case *OpStep:
+			if !anyTok {
+				break
+			}
+			if !trailingAxesOp(s, x, tok) {
+				return no("%s: reads a per-token value (no packed form)", label())
+			}
+			for _, id := range x.Outputs {
+				if id != NoSlot {
+					tok[id] = true
+				}
+			}
 		default:
 			if anyTok {
 				return no("%s: reads a per-token value (no packed form)", label())
@@ -225,6 +237,61 @@ func planPacking(s *Schedule) packPlan {
 	}
 	pl.ok = true
 	return pl
+}
+
+// trailingAxesOp reports whether generic step x is a Squeeze or Slice of
+// a per-token value along constant negative axes past [batch, sequence]
+// (a question answerer's column of its [batch, seq, 2] logits, squeezed
+// to [batch, seq]): each token's result comes from its own row, and a
+// negative axis names the same dimension of the packed [tokens, ...] as
+// of the padded [batch, seq, ...], so the generic kernel computes either
+// layout. Squeeze without axes (which would squeeze a one-token batch's
+// tokens) and positive axes are not.
+func trailingAxesOp(s *Schedule, x *OpStep, tok []bool) bool {
+	if len(x.Inputs) == 0 || x.Inputs[0] == NoSlot || !tok[x.Inputs[0]] {
+		return false
+	}
+	rank := len(s.slots[x.Inputs[0]].Shape)
+	constant := func(i int) ([]int64, bool) {
+		if i >= len(x.Inputs) || x.Inputs[i] == NoSlot {
+			return nil, true // absent
+		}
+		c := s.slots[x.Inputs[i]]
+		if c.Kind != SlotConst || c.Const == nil || c.Const.DType != compiler.Int64 {
+			return nil, false
+		}
+		return c.Const.I64, true
+	}
+	for i := 1; i < len(x.Inputs); i++ {
+		if _, ok := constant(i); !ok {
+			return false // a per-token or computed operand
+		}
+	}
+	var axes []int64
+	switch x.Op.Op {
+	case "Squeeze":
+		if len(x.Inputs) > 1 {
+			axes, _ = constant(1)
+		} else {
+			axes, _ = x.Op.Attrs.Ints("axes")
+		}
+	case "Slice":
+		if len(x.Inputs) < 4 {
+			return false // attribute Slice (opset < 10), or axes defaulting to the first ones
+		}
+		axes, _ = constant(3)
+	default:
+		return false
+	}
+	if len(axes) == 0 || rank < 3 {
+		return false
+	}
+	for _, a := range axes {
+		if a >= 0 || int(a) < 2-rank {
+			return false
+		}
+	}
+	return true
 }
 
 // rowBroadcast reports whether a slot is a constant of one row ([N] or
@@ -272,7 +339,9 @@ func (r *packing) unpackRows(dst, src *compiler.Tensor) {
 	if dst.DType != compiler.Float32 {
 		*dst = compiler.Tensor{}
 	}
-	_, width := rowsOf(src.Shape)
+	// Each token's values: a per-token output of [batch, seq] (a
+	// question answerer's logits) is [tokens] packed, one value a token.
+	width := int(compiler.NumElements(src.Shape[1:]))
 	var buf [8]int64
 	shape := append(append(buf[:0], int64(len(r.lengths)), int64(r.seq)), src.Shape[1:]...)
 	resize(dst, compiler.Float32, shape...)
