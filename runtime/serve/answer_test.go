@@ -259,7 +259,11 @@ func TestAnswerErrors(t *testing.T) {
 	} {
 		code, body := post(s, context.Background(), "/answer", c.body)
 		var e apiError
-		if code != c.code || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(e.Msg, c.msg) || e.Type != errValidation {
+		typ := errValidation
+		if c.body == `{"inputs":[]}` {
+			typ = errEmpty // an empty batch, TEI's error type for it
+		}
+		if code != c.code || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(e.Msg, c.msg) || e.Type != typ {
 			t.Errorf("%s: %d %s, want %d %q", c.body, code, body, c.code, c.msg)
 		}
 	}

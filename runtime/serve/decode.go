@@ -50,6 +50,17 @@ type rerankRequest struct {
 	ReturnText bool
 }
 
+// similarityRequest is POST /similarity (TEI's SimilarityRequest): a
+// source sentence to compare with each of Sentences, and /embed's
+// truncation and prompt, which TEI reads from "parameters" only.
+type similarityRequest struct {
+	Source     string
+	Sentences  []string
+	Truncate   *bool
+	Left       bool
+	PromptName *string
+}
+
 // classifyTokensRequest is POST /classify_tokens.
 type classifyTokensRequest struct {
 	Inputs   []string
@@ -210,21 +221,26 @@ type embedFields struct {
 // request reads the shared fields into an embedRequest (Normalize unset).
 func (f *embedFields) request() (embedRequest, *apiError) {
 	r := embedRequest{Truncate: f.Truncate, PromptName: f.PromptName}
-	// TEI's TruncationDirection is "Left" or "Right" (serde's names).
-	if d := f.TruncationDirection; d != nil {
-		switch {
-		case strings.EqualFold(*d, "left"):
-			r.Left = true
-		case strings.EqualFold(*d, "right"):
-		default:
-			return embedRequest{}, badRequest(fmt.Sprintf("`truncation_direction` %q: want \"Left\" or \"Right\"", *d))
-		}
-	}
 	var err *apiError
+	if r.Left, err = truncatesLeft("truncation_direction", f.TruncationDirection); err != nil {
+		return embedRequest{}, err
+	}
 	if r.Inputs, err = inputsOf("inputs", f.Inputs); err != nil {
 		return embedRequest{}, err
 	}
 	return r, nil
+}
+
+// truncatesLeft reads TEI's TruncationDirection, "Left" or "Right"
+// (serde's names; any case here), from field; absent is Right.
+func truncatesLeft(field string, d *string) (bool, *apiError) {
+	switch {
+	case d == nil, strings.EqualFold(*d, "right"):
+		return false, nil
+	case strings.EqualFold(*d, "left"):
+		return true, nil
+	}
+	return false, badRequest(fmt.Sprintf("`%s` %q: want \"Left\" or \"Right\"", field, *d))
 }
 
 func decodeEmbed(body []byte) (embedRequest, *apiError) {
@@ -315,6 +331,78 @@ func decodeRerank(body []byte) (rerankRequest, *apiError) {
 		return rerankRequest{}, badRequest("missing field `texts`")
 	}
 	return rerankRequest{Query: *raw.Query, Texts: raw.Texts, Truncate: raw.Truncate, RawScores: raw.RawScores, ReturnText: raw.ReturnText}, nil
+}
+
+// decodeSimilarity reads TEI's SimilarityRequest: {"inputs":
+// {"source_sentence": string, "sentences": [string, ...]}, "parameters":
+// {"truncate", "truncation_direction", "prompt_name"}}, parameters and
+// each of its fields optional. The sentences are texts only (TEI's are
+// Strings, not /embed's token ids). An empty sentences list decodes: the
+// handler refuses it, as TEI does, with its own error.
+func decodeSimilarity(body []byte) (similarityRequest, *apiError) {
+	var raw struct {
+		Inputs     json.RawMessage `json:"inputs"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if err := decodeObject(body, &raw); err != nil {
+		return similarityRequest{}, err
+	}
+	in := bytes.TrimSpace(raw.Inputs)
+	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
+		return similarityRequest{}, badRequest("missing field `inputs`")
+	}
+	var inputs struct {
+		SourceSentence *string  `json:"source_sentence"`
+		Sentences      []string `json:"sentences"`
+	}
+	if in[0] != '{' || json.Unmarshal(in, &inputs) != nil {
+		return similarityRequest{}, badRequest("`inputs`: want an object {\"source_sentence\": string, \"sentences\": [string, ...]}")
+	}
+	switch {
+	case inputs.SourceSentence == nil:
+		return similarityRequest{}, badRequest("missing field `inputs.source_sentence`")
+	case inputs.Sentences == nil:
+		return similarityRequest{}, badRequest("missing field `inputs.sentences`")
+	}
+	r := similarityRequest{Source: *inputs.SourceSentence, Sentences: inputs.Sentences}
+	if p := bytes.TrimSpace(raw.Parameters); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+		var params struct {
+			Truncate            *bool   `json:"truncate"`
+			TruncationDirection *string `json:"truncation_direction"`
+			PromptName          *string `json:"prompt_name"`
+		}
+		if p[0] != '{' || json.Unmarshal(p, &params) != nil {
+			return similarityRequest{}, badRequest("`parameters`: want an object {\"truncate\": bool, \"truncation_direction\": \"Left\" or \"Right\", \"prompt_name\": string}")
+		}
+		var err *apiError
+		if r.Left, err = truncatesLeft("parameters.truncation_direction", params.TruncationDirection); err != nil {
+			return similarityRequest{}, err
+		}
+		r.Truncate, r.PromptName = params.Truncate, params.PromptName
+	}
+	return r, nil
+}
+
+// decodeVertex reads Vertex AI's prediction request, {"instances": [...]}:
+// each instance is kept as it came, the body of the request it is
+// (Server.vertex decodes it). No instances is no predictions, as TEI
+// answers it.
+func decodeVertex(body []byte) ([]json.RawMessage, *apiError) {
+	var raw struct {
+		Instances json.RawMessage `json:"instances"`
+	}
+	if err := decodeObject(body, &raw); err != nil {
+		return nil, err
+	}
+	in := bytes.TrimSpace(raw.Instances)
+	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
+		return nil, badRequest("missing field `instances`")
+	}
+	var instances []json.RawMessage
+	if in[0] != '[' || json.Unmarshal(in, &instances) != nil {
+		return nil, badRequest("`instances`: want a list of requests")
+	}
+	return instances, nil
 }
 
 // decodeClassifyTokens reads a token classification request: inputs

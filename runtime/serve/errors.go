@@ -14,6 +14,7 @@ const (
 	errOverloaded = "Overloaded"
 	errBackend    = "Backend"
 	errUnhealthy  = "Unhealthy"
+	errEmpty      = "Empty" // an empty batch: TEI's 400
 )
 
 // apiError is a failed request: its status and TEI's error body.

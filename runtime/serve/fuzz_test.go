@@ -22,7 +22,9 @@ func fuzzEndpoint(f *testing.F, kind Kind, path string) {
 		`{"inputs":[5,6,7]}`, `{"inputs":[[5],"a",[4294967296]]}`, `{"input":[[5,6],[7]]}`, `{"inputs":[[]],"prompt_name":"q"}`,
 		`{"inputs":"` + strings.Repeat("the ", 30) + `","truncate":true,"truncation_direction":"Left"}`,
 		`{"inputs":{"question":"what?","context":"` + strings.Repeat("the ", 30) + `"},"parameters":{"max_seq_len":6,"doc_stride":0,"top_k":9}}`,
-		`{"inputs":[{"question":"Zoë?","context":"\u00e9 a"}],"max_answer_len":1,"align_to_words":false,"handle_impossible_answer":true}`} {
+		`{"inputs":[{"question":"Zoë?","context":"\u00e9 a"}],"max_answer_len":1,"align_to_words":false,"handle_impossible_answer":true}`,
+		`{"inputs":{"source_sentence":"","sentences":["","\u0000",""]},"parameters":{"truncate":true,"truncation_direction":"left","prompt_name":null}}`,
+		`{"instances":[{"query":"","texts":[""]},{"inputs":[["a","b"],["c"]]},null,{"instances":[]}]}`} {
 		f.Add(seed)
 	}
 	m := newFake(f, kind)
@@ -57,3 +59,8 @@ func FuzzEmbedSparse(f *testing.F) {
 func FuzzClassifyTokens(f *testing.F) {
 	fuzzEndpoint(f, TokenClassifier, "/classify_tokens")
 }
+func FuzzSimilarity(f *testing.F) { fuzzEndpoint(f, Embedder, "/similarity") }
+
+// FuzzVertex fuzzes /vertex on a cross-encoder, whose instances may be
+// /rerank requests or its own /predict ones: neither is a 424.
+func FuzzVertex(f *testing.F) { fuzzEndpoint(f, CrossEncoder, "/vertex") }

@@ -134,11 +134,12 @@ func modelCannot(msg string) *apiError {
 // scaling them would change a sparse index's dot products.
 var errSparseNormalize = modelCannot("`normalize` is not available for SPLADE models")
 
-// checkCount enforces 1..MaxClientBatchSize inputs.
+// checkCount enforces 1..MaxClientBatchSize inputs. No inputs is TEI's
+// error of type Empty, a 400.
 func (s *Server) checkCount(field string, n int) *apiError {
 	switch {
 	case n == 0:
-		return badRequest(fmt.Sprintf("`%s` cannot be empty", field))
+		return &apiError{http.StatusBadRequest, fmt.Sprintf("`%s` cannot be empty", field), errEmpty}
 	case n > s.cfg.MaxClientBatchSize:
 		return &apiError{http.StatusRequestEntityTooLarge, fmt.Sprintf("batch size %d > maximum allowed batch size %d", n, s.cfg.MaxClientBatchSize), errValidation}
 	}

@@ -146,24 +146,38 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /classify_tokens", s.endpoint("classify_tokens", false, s.classifyTokens))
 	mux.HandleFunc("POST /answer", s.endpoint("answer", false, s.answer))
 	mux.HandleFunc("POST /tokenize", s.endpoint("tokenize", false, s.tokenize))
+	mux.HandleFunc("POST /similarity", s.endpoint("similarity", false, s.similarity))
 	mux.HandleFunc("POST /v1/embeddings", s.endpoint("openai", true, s.openAI))
-	// POST / answers as the model's own endpoint, as TEI's does.
-	root := s.predict
-	switch s.info.Kind {
-	case Embedder:
-		root = s.embed
-	case SparseEmbedder:
-		root = s.embedSparse
-	case TokenClassifier:
-		root = s.classifyTokens
-	case QuestionAnswerer:
-		root = s.answer
-	}
-	mux.HandleFunc("POST /{$}", s.endpoint("root", false, root))
+	// OpenAI's path without /v1, which TEI serves too.
+	mux.HandleFunc("POST /embeddings", s.endpoint("embeddings", true, s.openAI))
+	mux.HandleFunc("POST /vertex", s.endpoint("vertex", false, s.vertex))
+	// POST / answers as the model's own endpoint, as TEI's does, and so
+	// does SageMaker's POST /invocations.
+	mux.HandleFunc("POST /{$}", s.endpoint("root", false, s.own()))
+	mux.HandleFunc("POST /invocations", s.endpoint("invocations", false, s.own()))
+	// GET / is the Inference API's health check, GET /ping SageMaker's.
 	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /{$}", s.health)
+	mux.HandleFunc("GET /ping", s.health)
 	mux.HandleFunc("GET /info", s.infoHandler)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// own is the model's own endpoint: what POST / answers as, and a /vertex
+// instance that is not a /rerank request.
+func (s *Server) own() handlerFunc {
+	switch s.info.Kind {
+	case Embedder:
+		return s.embed
+	case SparseEmbedder:
+		return s.embedSparse
+	case TokenClassifier:
+		return s.classifyTokens
+	case QuestionAnswerer:
+		return s.answer
+	}
+	return s.predict // classifiers and cross-encoders
 }
 
 // Serve answers on ln until ctx ends, then shuts down gracefully: it
