@@ -25,9 +25,10 @@ type Head struct {
 	// single-logit model (cross-encoder) gets Score and Rerank, one of
 	// several logits (multi-label) gets Scores.
 	Scoring modelrt.Activation
-	// Sparse, for a masked language model (a sparse encoder), is how
-	// EmbedSparse pools its logits: a sentence-transformers
-	// SparseEncoder's SpladePooling; nil is SPLADE's (max, relu).
+	// Sparse, set for a masked language model (a sparse encoder), is how
+	// EmbedSparse pools its logits: SPLADE's (the zero value: max, relu)
+	// or a sentence-transformers SparseEncoder's SpladePooling. Such a
+	// package gets EmbedSparse and SparseVectors instead of Embed.
 	Sparse *modelrt.SparseHead
 }
 

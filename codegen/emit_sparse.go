@@ -12,13 +12,13 @@ import (
 const sparseEncoderVersion = 6
 
 // sparseEncoder returns the logits of a package that gets EmbedSparse and
-// SparseVectors, or nil: a masked language model's one output "logits",
-// [batch, sequence, vocabulary] (the shape compiler.IsMaskedLM asks for:
-// one row of VocabSize logits per token), served as a SPLADE sparse
-// encoder. A token classifier with as many labels as the vocabulary has
-// tokens stays a token classifier.
+// SparseVectors, or nil: those of a model its caller says is a sparse
+// encoder (Head.Sparse: sqc compile sets it for a graph compiler.IsMaskedLM
+// accepts, as sqc serve serves such a graph), whose one output "logits"
+// is [batch, sequence, vocabulary]: one row of VocabSize logits per
+// token. A token classifier stays a token classifier.
 func (g *gen) sparseEncoder() *output {
-	if g.tok == nil || len(g.outs) != 1 || g.tokenClassifier() {
+	if g.opts.Head.Sparse == nil || g.tok == nil || len(g.outs) != 1 || g.tokenClassifier() {
 		return nil
 	}
 	o := &g.outs[0]
@@ -32,7 +32,7 @@ func (g *gen) sparseEncoder() *output {
 // EmbedSparse and SparseVectors.
 func (g *gen) embedSparse(f *jen.File, out *output) {
 	ctx := jen.Id("ctx").Qual("context", "Context")
-	if h := g.opts.Head.Sparse; h != nil && *h != (modelrt.SparseHead{}) {
+	if h := g.opts.Head.Sparse; *h != (modelrt.SparseHead{}) {
 		f.Comment("sparseHead is how EmbedSparse and SparseVectors pool a text's logits: the")
 		f.Comment("model's sentence-transformers SpladePooling, as sqc serve's /embed_sparse pools them.")
 		f.Var().Id("sparseHead").Op("=").Qual(pkgModelrt, "SparseHead").Values(jen.Dict{

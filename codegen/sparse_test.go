@@ -130,9 +130,9 @@ func testSparseEncoder(t *testing.T, name string, src *tokenizer.Source, head mo
 		t.Fatalf("schedule runs batches padded (%s): the packed path should be the one compared", r)
 	}
 	opts := Options{Package: "m", ModelName: name, MaxBatch: 2, MaxSeq: 24, Tokenizer: src}
+	opts.Head.Sparse = &head
 	headVar := "var sparseHead = modelrt.SparseHead{}"
 	if head != (modelrt.SparseHead{}) {
-		opts.Head.Sparse = &head
 		headVar = fmt.Sprintf("var sparseHead = modelrt.SparseHead{\n\tActivation: %q,\n\tPooling:    %q,\n}", head.Activation, head.Pooling)
 	}
 	pkg, err := Generate(prog.Schedule, opts)
@@ -158,9 +158,25 @@ func testSparseEncoder(t *testing.T, name string, src *tokenizer.Source, head mo
 			t.Errorf("a masked language model got %q", not)
 		}
 	}
-	// Without a tokenizer there is no text API: Run alone, version 2.
+	// Not said to be a sparse encoder (Head.Sparse nil), it is generated
+	// as any model of per-token outputs: no sparse methods.
+	unsaid := opts
+	unsaid.Head.Sparse = nil
+	dense, err := Generate(prog.Schedule, unsaid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(dense.Files["model.go"]), "EmbedSparse") {
+		t.Error("a package without Head.Sparse got EmbedSparse")
+	}
+	// Without a tokenizer (and so without the sparse head, which needs
+	// one, as an embedding head does) there is no text API: Run alone,
+	// version 2.
 	bare := opts
 	bare.Tokenizer, bare.Head.Sparse = nil, nil
+	if _, err := Generate(prog.Schedule, Options{Package: "m", ModelName: name, MaxBatch: 2, MaxSeq: 24, Head: Head{Sparse: &head}}); err == nil {
+		t.Error("a sparse head without a tokenizer was accepted")
+	}
 	plain, err := Generate(prog.Schedule, bare)
 	if err != nil {
 		t.Fatal(err)

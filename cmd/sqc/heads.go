@@ -228,8 +228,8 @@ func (h *modelHead) maxTokens() int {
 func (h *modelHead) codegen() codegen.Head {
 	out := codegen.Head{Scoring: h.scoring.Activation}
 	switch {
-	case h.st != nil && h.st.Sparse != nil:
-		out.Sparse = h.st.Sparse
+	case h.sparse != nil: // compiler.IsMaskedLM's, or a SparseEncoder folder's
+		out.Sparse = h.sparse
 	case h.st != nil:
 		out.Embedding, out.Prompts, out.DefaultPrompt = &h.st.Head, h.st.Prompts, h.st.DefaultPrompt
 	}
