@@ -94,9 +94,9 @@ func int8Outputs(t *testing.T, g *compiler.Graph, ref *testmodels.ModelReference
 	// Positions the mask excludes hold no meaning: zero in the engine's
 	// per-token outputs when it runs the batch packed, computed values in
 	// the references and in padded runs. Compare the real tokens.
-	compiler.ZeroMaskedTokens(int8Out, ref.Inputs["attention_mask"])
-	compiler.ZeroMaskedTokens(fp32Out, ref.Inputs["attention_mask"])
-	compiler.ZeroMaskedTokens(ref.Outputs, ref.Inputs["attention_mask"])
+	compiler.ZeroMaskedOutputs(q, int8Out, ref.Inputs["attention_mask"])
+	compiler.ZeroMaskedOutputs(q, fp32Out, ref.Inputs["attention_mask"])
+	compiler.ZeroMaskedOutputs(q, ref.Outputs, ref.Inputs["attention_mask"])
 	return int8Out, fp32Out, prog.String(), nil
 }
 
