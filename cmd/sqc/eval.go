@@ -18,6 +18,7 @@ import (
 	"github.com/sqc-dev/sqc/internal/dataio"
 	"github.com/sqc-dev/sqc/internal/infer"
 	"github.com/sqc-dev/sqc/passes"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -204,7 +205,7 @@ func compare(output string, want, got []infer.Result, exs []dataio.Example) *eva
 		if pa == pb {
 			agree++
 		}
-		c := cosine(a, b)
+		c := modelrt.Cosine(a, b)
 		cosSum += c
 		res.MinCosine = math.Min(res.MinCosine, c)
 	}
@@ -224,20 +225,6 @@ func argmax(v []float32) int {
 		}
 	}
 	return best
-}
-
-// cosine is the cosine similarity of two vectors (1 when both are zero).
-func cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	if aa == 0 && bb == 0 {
-		return 1
-	}
-	return ab / math.Sqrt(aa*bb)
 }
 
 // layerSQNR runs the smoothed FP32 graph and the INT8 graph as Quantize

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sqc-dev/sqc/internal/testmodels"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 )
 
 // CLI tests of `sqc run --int8` and `sqc eval` on the small shared model,
@@ -79,7 +80,7 @@ func TestRunINT8PrintsLikeFP32(t *testing.T) {
 		}
 		same := 0
 		for i := range want {
-			if c := cosine(want[i], got[i]); c < 0.99 {
+			if c := modelrt.Cosine(want[i], got[i]); c < 0.99 {
 				t.Errorf("%s: line %d: INT8 logits %v vs FP32 %v (cosine %.4f)", act, i+1, got[i], want[i], c)
 			}
 			if want[i][0] == got[i][0] && want[i][1] == got[i][1] {

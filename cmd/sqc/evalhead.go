@@ -20,6 +20,7 @@ import (
 	"github.com/sqc-dev/sqc/compiler/sentence"
 	"github.com/sqc-dev/sqc/internal/dataio"
 	"github.com/sqc-dev/sqc/internal/infer"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 	"github.com/sqc-dev/sqc/runtime/tokenizer"
 )
 
@@ -155,14 +156,14 @@ func evalHead(c *cli.Context, cfg *int8Config) error {
 		a, b := head.embeddings(fp32, enc), head.embeddings(int8, enc)
 		res.EmbeddingCosineMin = 1
 		for i := range a {
-			cos := cosine(a[i], b[i])
+			cos := modelrt.Cosine(a[i], b[i])
 			res.EmbeddingCosineMean += cos / float64(len(a))
 			res.EmbeddingCosineMin = math.Min(res.EmbeddingCosineMin, cos)
 		}
 		if res.Kind == "sts" {
 			gold, sa, sb := make([]float64, len(pairs)), make([]float64, len(pairs)), make([]float64, len(pairs))
 			for i, p := range pairs {
-				gold[i], sa[i], sb[i] = p.Score, cosine(a[2*i], a[2*i+1]), cosine(b[2*i], b[2*i+1])
+				gold[i], sa[i], sb[i] = p.Score, modelrt.Cosine(a[2*i], a[2*i+1]), modelrt.Cosine(b[2*i], b[2*i+1])
 			}
 			res.SpearmanFP32, res.SpearmanINT8, res.SpearmanFP32INT8 = number(spearman(sa, gold)), number(spearman(sb, gold)), number(spearman(sa, sb))
 		}

@@ -80,10 +80,10 @@ func TestRunSentenceEmbeddings(t *testing.T) {
 		if math.Abs(math.Sqrt(norm)-1) > 1e-6 {
 			t.Errorf("text %d: norm %g, want 1 (Normalize)", i, math.Sqrt(norm))
 		}
-		if c := cosine(fp[i].Embedding, q[i].Embedding); c < 0.99 {
+		if c := modelrt.Cosine(fp[i].Embedding, q[i].Embedding); c < 0.99 {
 			t.Errorf("text %d: INT8 vs FP32 cosine %.5f", i, c)
 		}
-		if c := cosine(fp[i].Embedding, prompted[i].Embedding); c > 0.99999 {
+		if c := modelrt.Cosine(fp[i].Embedding, prompted[i].Embedding); c > 0.99999 {
 			t.Errorf("text %d: the prompt changed nothing (cosine %.6f)", i, c)
 		}
 	}
@@ -93,7 +93,7 @@ func TestRunSentenceEmbeddings(t *testing.T) {
 	longer := writeLines(t, "longer.txt", []string{long, long + " and more words at the end"})
 	pair := runLines[embeddingLine](t, "run", "--fp32", "--model", stTiny, "--texts", longer)
 	if !slicesEqual(pair[0].Embedding, pair[1].Embedding) {
-		t.Errorf("words past max_seq_length changed the embedding (cosine %.7f)", cosine(pair[0].Embedding, pair[1].Embedding))
+		t.Errorf("words past max_seq_length changed the embedding (cosine %.7f)", modelrt.Cosine(pair[0].Embedding, pair[1].Embedding))
 	}
 	// Bad use: a prompt the model lacks; pairs for an embedding model.
 	if code, _, errs := runCLI(t, "run", "--fp32", "--model", stTiny, "--texts", texts, "--prompt-name", "doc"); code != 2 || !strings.Contains(errs, "passage, query") {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/sqc-dev/sqc/compiler"
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 )
 
 // CheckInputs are the peer harness's accuracy-check inputs (bench_torch.py
@@ -78,7 +79,7 @@ func Agreement(ref, got map[string]*compiler.Tensor, vs string) (map[string]any,
 		case "last_hidden_state":
 			key = "hidden"
 		}
-		out["cos_"+key] = Cosine(r.F32, g.F32)
+		out["cos_"+key] = modelrt.Cosine(r.F32, g.F32)
 		maxAbs := 0.0
 		for i := range r.F32 {
 			maxAbs = math.Max(maxAbs, math.Abs(float64(r.F32[i])-float64(g.F32[i])))
@@ -88,21 +89,3 @@ func Agreement(ref, got map[string]*compiler.Tensor, vs string) (map[string]any,
 	return out, nil
 }
 
-// Cosine is the cosine similarity of a and b (same length), computed in
-// float64; 1 when both are all zero, 0 when only one is.
-func Cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		ab += x * y
-		aa += x * x
-		bb += y * y
-	}
-	switch {
-	case aa == 0 && bb == 0:
-		return 1
-	case aa == 0 || bb == 0:
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
-}

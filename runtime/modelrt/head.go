@@ -249,6 +249,29 @@ func (d *Dense) apply(x []float32) []float32 {
 	return out
 }
 
+// Cosine is the cosine similarity of a and b (of equal length): the dot
+// product and the norms summed in float64 in order, the quotient clamped
+// to [-1, 1] against rounding. Two all-zero vectors (a sparse encoder's
+// for a text of no weight) are similar, 1, and an all-zero vector and
+// another are not, 0, as simsimd (TEI's) has them: the cosine itself is
+// undefined there.
+func Cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i, x := range a {
+		x, y := float64(x), float64(b[i])
+		ab += x * y
+		aa += x * x
+		bb += y * y
+	}
+	switch {
+	case aa == 0 && bb == 0:
+		return 1
+	case aa == 0 || bb == 0:
+		return 0
+	}
+	return max(-1, min(1, ab/(math.Sqrt(aa)*math.Sqrt(bb))))
+}
+
 // normalize divides v by its L2 norm in place (torch.nn.functional.normalize:
 // the norm clamped below at 1e-12).
 func normalize(v []float32) {

@@ -3,8 +3,9 @@ package serve
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
+
+	"github.com/sqc-dev/sqc/runtime/modelrt"
 )
 
 // similarity answers POST /similarity as TEI answers it (the Inference
@@ -52,29 +53,8 @@ func (s *Server) similarity(ctx context.Context, body []byte, t *timings) (any, 
 	return out, nil
 }
 
-// cosine is the cosine similarity of a and b (of equal length). The dot
-// product and the norms are summed in float64 and the quotient rounded to
-// float32 once, so the answer is the float32 nearest the exact cosine of
-// the model's vectors however long they are; TEI computes the cosine
-// distance in float64 (simsimd), rounds it to float32 and subtracts it
-// from 1, which loses bits near 0. The quotient is clamped to [-1, 1]
-// against rounding. As TEI's simsimd, two zero vectors (a SPLADE model's
-// for texts of no weight) are similar, 1, and a zero vector and another
-// are not, 0: the cosine itself is undefined there.
-func cosine(a, b []float32) float32 {
-	var ab, aa, bb float64
-	for i, x := range a {
-		x, y := float64(x), float64(b[i])
-		ab += x * y
-		aa += x * x
-		bb += y * y
-	}
-	switch {
-	case aa == 0 && bb == 0:
-		return 1
-	case aa == 0 || bb == 0:
-		return 0
-	}
-	c := ab / (math.Sqrt(aa) * math.Sqrt(bb))
-	return float32(max(-1, min(1, c)))
-}
+// cosine is modelrt.Cosine rounded to float32 once, so the answer is the
+// float32 nearest the cosine of the model's vectors however long they
+// are; TEI computes the cosine distance in float64 (simsimd), rounds it
+// to float32 and subtracts it from 1, which loses bits near 0.
+func cosine(a, b []float32) float32 { return float32(modelrt.Cosine(a, b)) }
