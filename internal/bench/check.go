@@ -88,4 +88,3 @@ func Agreement(ref, got map[string]*compiler.Tensor, vs string) (map[string]any,
 	}
 	return out, nil
 }
-
