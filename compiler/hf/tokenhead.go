@@ -15,7 +15,9 @@ import (
 // sequence classifier's head without the pooling). Every
 // *ForQuestionAnswering is encoder -> qa_outputs, an nn.Linear(hidden, 2)
 // split into "start_logits" and "end_logits" ([batch, sequence]) as
-// logits.split(1, dim=-1) and squeeze(-1) do.
+// logits.split(1, dim=-1) and squeeze(-1) do (ModernBERT's: its
+// prediction head, then `classifier`). A *ForMaskedLM's head is
+// buildMaskedLMHead's.
 func buildTokenHead(b *builder) {
 	c := b.cfg
 	h, labels := c.HiddenSize, len(c.Labels)
