@@ -206,8 +206,8 @@ func (m *engineModel) Run(ctx context.Context, b modelrt.Batch) ([][]float32, er
 			if m.sparse != nil {
 				// Pooled where the logits lie: a sequence's rows of the
 				// vocabulary are ~120 KiB each, which SliceRow would copy.
-				n, v := len(b.InputIDs[i]), int(t.Shape[2])
-				out[i] = m.sparse.Pool(t.F32[r*seq*v:(r*seq+n)*v], v, b.AttentionMask[i])
+				tokens, v := len(b.InputIDs[i]), int(t.Shape[2])
+				out[i] = m.sparse.Pool(t.F32[r*seq*v:(r*seq+tokens)*v], v, b.AttentionMask[i])
 				continue
 			}
 			row := infer.SliceRow(t, r, seq, len(b.InputIDs[i]))
