@@ -41,16 +41,16 @@ func evalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if usesHeadEval(c.String("model"), data) {
-				// Sentence embeddings, STS pairs, cross-encoders.
-				return evalHead(c, cfg)
-			}
-			exs, err := readLabelled(data)
+			model := c.String("model")
+			g, err := frontend.Load(model)
 			if err != nil {
 				return err
 			}
-			model := c.String("model")
-			g, err := frontend.Load(model)
+			if usesHeadEval(model, data, g) {
+				// Sentence embeddings (sparse too), STS pairs, cross-encoders.
+				return evalHead(c, cfg, g)
+			}
+			exs, err := readLabelled(data)
 			if err != nil {
 				return err
 			}

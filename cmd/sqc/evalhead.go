@@ -14,8 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sqc-dev/sqc/compiler"
-	"github.com/sqc-dev/sqc/compiler/frontend"
-	"github.com/sqc-dev/sqc/compiler/hf"
 	"github.com/sqc-dev/sqc/compiler/interp"
 	"github.com/sqc-dev/sqc/compiler/sentence"
 	"github.com/sqc-dev/sqc/internal/dataio"
@@ -37,8 +35,8 @@ import (
 //     documents of each query rank in the same order.
 
 // usesHeadEval reports whether `sqc eval` goes to evalHead.
-func usesHeadEval(model, data string) bool {
-	return sentence.IsFolder(model) || dataio.IsPairFile(data) || hf.IsMaskedLMArchitecture(frontend.Architecture(model))
+func usesHeadEval(model, data string, g *compiler.Graph) bool {
+	return sentence.IsFolder(model) || dataio.IsPairFile(data) || compiler.IsMaskedLM(g)
 }
 
 // headEvalResult is what evalHead reports; the JSON names are stable.
@@ -76,14 +74,11 @@ func number(v float64) *float64 {
 }
 
 // evalHead is `sqc eval` for usesHeadEval.
-func evalHead(c *cli.Context, cfg *int8Config) error {
+// g is the model, loaded.
+func evalHead(c *cli.Context, cfg *int8Config, g *compiler.Graph) error {
 	model, data := c.String("model"), c.String("data")
 	if c.Bool("layers") {
 		return usageError{"--layers is for classifiers evaluated on labelled texts, not for sentence embeddings or pairs"}
-	}
-	g, err := frontend.Load(model)
-	if err != nil {
-		return err
 	}
 	head, err := loadModelHead(model, c.String("prompt-name"), g)
 	if err != nil {

@@ -44,11 +44,11 @@ func loadModelHead(model, promptName string, g *compiler.Graph) (*modelHead, err
 		if promptName != "" {
 			return nil, usageError{"--prompt-name is for sentence-transformers folders (with config_sentence_transformers.json prompts)"}
 		}
-		if w, ok := outputWidth(g, outLogits); ok && compiler.IsMaskedLM(g) {
+		w, ok := outputWidth(g, outLogits)
+		switch {
+		case ok && compiler.IsMaskedLM(g):
 			h.sparse, h.width = &modelrt.SparseHead{}, w // served as text-embeddings-inference serves it with --pooling splade
-			return h, nil
-		}
-		if w, ok := outputWidth(g, outLogits); ok {
+		case ok:
 			s, err := sentence.ScoreActivation(frontend.Dir(model), w)
 			if err != nil {
 				return nil, err

@@ -99,19 +99,6 @@ func loadONNX(path string) (*compiler.Graph, error) {
 	return g, nil
 }
 
-// Architecture is the one architecture the config.json of the model at
-// path names (beside an export, or in a folder), or "" when it names none
-// or several or cannot be read: a hint that needs no loading.
-func Architecture(path string) string {
-	data, err := os.ReadFile(filepath.Join(Dir(path), "config.json"))
-	if err != nil {
-		return ""
-	}
-	g := compiler.NewGraph("")
-	configArchitecture(g, data)
-	return g.Meta["architecture"]
-}
-
 // configArchitecture sets g's Meta "architecture" and "vocab_size" (as
 // the HuggingFace frontend sets them) from config.json data when it names
 // one architecture: what says an export's "logits" are a masked language

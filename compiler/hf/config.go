@@ -352,11 +352,6 @@ func (c *Config) IsQuestionAnswering() bool {
 	return slices.Contains(questionAnswerers, c.Architecture)
 }
 
-// IsMaskedLMArchitecture reports whether config.json's architecture name
-// arch is a masked language model Build builds with its head (not
-// JinaBertForMaskedLM, read as its encoder).
-func IsMaskedLMArchitecture(arch string) bool { return slices.Contains(maskedLMs, arch) }
-
 // IsMaskedLM reports whether the architecture ends in a masked language
 // model's head (output "logits", one row of vocabulary logits per token).
 func (c *Config) IsMaskedLM() bool { return slices.Contains(maskedLMs, c.Architecture) }

@@ -120,12 +120,22 @@ func decodeObject(body []byte, v any) *apiError {
 	return nil
 }
 
+// required is the JSON value of field trimmed, or TEI's missing-field
+// error when it is absent or null.
+func required(field string, raw json.RawMessage) (json.RawMessage, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, badRequest(fmt.Sprintf("missing field `%s`", field))
+	}
+	return raw, nil
+}
+
 // textOrList decodes a string or a list of strings (TEI's Input); single
 // reports the first form.
 func textOrList(field string, raw json.RawMessage) (texts []string, single bool, err *apiError) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, false, badRequest(fmt.Sprintf("missing field `%s`", field))
+	raw, err = required(field, raw)
+	if err != nil {
+		return nil, false, err
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -140,9 +150,9 @@ func textOrList(field string, raw json.RawMessage) (texts []string, single bool,
 // inputsOf decodes TEI's Input (and OpenAI's input): a text, a list of
 // token ids, or a list whose items are texts or lists of token ids.
 func inputsOf(field string, raw json.RawMessage) ([]input, *apiError) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, badRequest(fmt.Sprintf("missing field `%s`", field))
+	raw, err := required(field, raw)
+	if err != nil {
+		return nil, err
 	}
 	want := badRequest(fmt.Sprintf("`%s`: want a string, a list of token ids, or a list of strings and lists of token ids", field))
 	if raw[0] == '"' {
@@ -282,9 +292,9 @@ func decodePredict(body []byte) (predictRequest, *apiError) {
 		return predictRequest{}, err
 	}
 	r := predictRequest{Truncate: raw.Truncate, RawScores: raw.RawScores}
-	in := bytes.TrimSpace(raw.Inputs)
-	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
-		return r, badRequest("missing field `inputs`")
+	in, err := required("inputs", raw.Inputs)
+	if err != nil {
+		return r, err
 	}
 	const want = "`inputs`: want a string, a pair of strings [string, string] or a batch of mixed strings and pairs [[string], [string, string], ...]"
 	var s string
@@ -347,9 +357,9 @@ func decodeSimilarity(body []byte) (similarityRequest, *apiError) {
 	if err := decodeObject(body, &raw); err != nil {
 		return similarityRequest{}, err
 	}
-	in := bytes.TrimSpace(raw.Inputs)
-	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
-		return similarityRequest{}, badRequest("missing field `inputs`")
+	in, err := required("inputs", raw.Inputs)
+	if err != nil {
+		return similarityRequest{}, err
 	}
 	var inputs struct {
 		SourceSentence *string  `json:"source_sentence"`
@@ -394,9 +404,9 @@ func decodeVertex(body []byte) ([]json.RawMessage, *apiError) {
 	if err := decodeObject(body, &raw); err != nil {
 		return nil, err
 	}
-	in := bytes.TrimSpace(raw.Instances)
-	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
-		return nil, badRequest("missing field `instances`")
+	in, err := required("instances", raw.Instances)
+	if err != nil {
+		return nil, err
 	}
 	var instances []json.RawMessage
 	if in[0] != '[' || json.Unmarshal(in, &instances) != nil {
@@ -500,9 +510,9 @@ func decodeAnswer(body []byte) (answerRequest, *apiError) {
 	r.TopK, r.DocStride, r.MaxAnswerLen, r.MaxSeqLen = p.TopK, p.DocStride, p.MaxAnswerLen, p.MaxSeqLen
 	r.HandleImpossible, r.AlignToWords = p.HandleImpossibleAnswer, p.AlignToWords
 
-	in := bytes.TrimSpace(raw.Inputs)
-	if len(in) == 0 || bytes.Equal(in, []byte("null")) {
-		return r, badRequest("missing field `inputs`")
+	in, err := required("inputs", raw.Inputs)
+	if err != nil {
+		return r, err
 	}
 	const want = "`inputs`: want an object {\"question\": string, \"context\": string} or a list of them"
 	var items []json.RawMessage

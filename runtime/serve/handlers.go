@@ -68,7 +68,7 @@ func (s *Server) endpoint(name string, openAI bool, h handlerFunc) http.HandlerF
 		select {
 		case s.admit <- struct{}{}:
 		default:
-			fail(&apiError{http.StatusTooManyRequests, "Model is overloaded", errOverloaded})
+			fail(overloaded())
 			return
 		}
 		s.accepted.Add(1)
@@ -121,6 +121,12 @@ func setTimingHeaders(hd http.Header, t *timings, total time.Duration) {
 // wrongKind is TEI's answer to an endpoint the model does not serve.
 func (s *Server) wrongKind(what string) *apiError {
 	return modelCannot(fmt.Sprintf("model is not %s model", what))
+}
+
+// overloaded is TEI's 429: no place is free among the
+// MaxConcurrentRequests the server admits.
+func overloaded() *apiError {
+	return &apiError{http.StatusTooManyRequests, "Model is overloaded", errOverloaded}
 }
 
 // modelCannot is a 424: the request asks what the model cannot compute,

@@ -117,7 +117,7 @@ func (s *Server) admitInstances(n int) (release func(), e *apiError) {
 			taken++
 		default:
 			release()
-			return nil, &apiError{http.StatusTooManyRequests, "Model is overloaded", errOverloaded}
+			return nil, overloaded()
 		}
 	}
 	return release, nil
